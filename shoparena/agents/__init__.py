@@ -1,0 +1,1 @@
+"""agents stage (see docs/architecture.md)."""

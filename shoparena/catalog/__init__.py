@@ -1,0 +1,1 @@
+"""catalog stage (see docs/architecture.md)."""

@@ -1,0 +1,25 @@
+"""The `shoparena` command: a thin Typer layer; every command delegates to a stage's Python API."""
+
+from __future__ import annotations
+
+import typer
+
+from shoparena.cli import catalog_cmd
+
+app = typer.Typer(
+    name="shoparena",
+    help=(
+        "An open agent arena for agentic commerce.\n\n"
+        "Start with `shoparena catalog build --products 20000 --out cat/`, then "
+        '`shoparena search cat/ "wireless earbuds"`.'
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+
+catalog_cmd.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,49 @@
+"""Helpers shared by CLI commands: consoles, JSON output, progress bars, clean error exits."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print a one-line error to stderr and return the Exit to raise."""
+    err_console.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code)
+
+
+def print_json(data: object) -> None:
+    """Machine-readable output: exactly one JSON document on stdout, nothing else."""
+    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+@contextmanager
+def progress_bar(description: str, total: int | None):
+    """A rich progress bar on stderr; yields an `advance(n)` callback."""
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=False,
+    )
+    with progress:
+        task = progress.add_task(description, total=total)
+        yield lambda n=1: progress.advance(task, n)

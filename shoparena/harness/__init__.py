@@ -1,0 +1,1 @@
+"""harness stage (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""index stage (see docs/architecture.md)."""

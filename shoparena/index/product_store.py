@@ -1,0 +1,125 @@
+"""O(1)-style product lookup beside the search index: an LMDB key-value store.
+
+Two tables: `ord → product JSON` (written in append mode: ords are dense and increasing, so bulk
+loads never rebalance the B-tree) and `product_id → ord`. The search index stores only the ord as a
+fast field, so a result page costs ten point reads here instead of a scan or a stored-doc decompress.
+LMDB is memory-mapped and multi-reader, so every worker process can share one store read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import lmdb
+import orjson
+
+from shoparena.catalog.models import Product
+
+_MAP_SIZE = 1 << 40  # address space only; the file grows with the data
+_ORD_BYTES = 8
+
+
+def encode_ord(ordinal: int) -> bytes:
+    return ordinal.to_bytes(_ORD_BYTES, "big")
+
+
+class ProductStore:
+    """Read side of the store."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._env = lmdb.open(
+            str(self.path),
+            readonly=True,
+            lock=False,
+            max_dbs=2,
+            subdir=True,
+            readahead=False,
+            map_size=_MAP_SIZE,
+        )
+        self._products = self._env.open_db(b"products")
+        self._ids = self._env.open_db(b"ids")
+        self._txn = self._env.begin(buffers=False)
+
+    def __len__(self) -> int:
+        return self._txn.stat(self._products)["entries"]
+
+    def raw_by_ord(self, ordinal: int) -> bytes | None:
+        return self._txn.get(encode_ord(ordinal), db=self._products)
+
+    def dict_by_ord(self, ordinal: int) -> dict | None:
+        raw = self.raw_by_ord(ordinal)
+        return None if raw is None else orjson.loads(raw)
+
+    def ord_of(self, product_id: str) -> int | None:
+        raw = self._txn.get(product_id.encode("utf-8"), db=self._ids)
+        return None if raw is None else int.from_bytes(raw, "big")
+
+    def get_dict(self, product_id: str) -> dict | None:
+        ordinal = self.ord_of(product_id)
+        return None if ordinal is None else self.dict_by_ord(ordinal)
+
+    def get(self, product_id: str) -> Product | None:
+        data = self.get_dict(product_id)
+        return None if data is None else Product.model_construct(**data)
+
+    def get_many(self, product_ids: Iterable[str]) -> dict[str, Product]:
+        found = {}
+        for product_id in product_ids:
+            product = self.get(product_id)
+            if product is not None:
+                found[product_id] = product
+        return found
+
+    def iter_dicts(self):
+        """Every product in build order (streaming, for exports and problem generation)."""
+        with self._env.begin(db=self._products, buffers=False) as txn:
+            for _, value in txn.cursor():
+                yield orjson.loads(value)
+
+    def close(self) -> None:
+        self._txn.abort()
+        self._env.close()
+
+
+class ProductStoreWriter:
+    """Bulk writer that assigns dense ords; a duplicate id is refused (the first one wins)."""
+
+    def __init__(self, path: Path, batch: int = 20_000):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._env = lmdb.open(
+            str(self.path),
+            map_size=_MAP_SIZE,
+            max_dbs=2,
+            subdir=True,
+            writemap=False,
+            sync=False,
+            metasync=False,
+        )
+        self._products = self._env.open_db(b"products")
+        self._ids = self._env.open_db(b"ids")
+        self._batch = batch
+        self._pending = 0
+        self._txn = self._env.begin(write=True)
+        self.count = 0
+
+    def add(self, product_id: str, product_json: bytes) -> int | None:
+        """Store one product and return its ord; None (nothing written) when the id is already present."""
+        ordinal = self.count
+        if not self._txn.put(product_id.encode("utf-8"), encode_ord(ordinal), db=self._ids, overwrite=False):
+            return None
+        self._txn.put(encode_ord(ordinal), product_json, db=self._products, append=True)
+        self.count += 1
+        self._pending += 1
+        if self._pending >= self._batch:
+            self._txn.commit()
+            self._txn = self._env.begin(write=True)
+            self._pending = 0
+        return ordinal
+
+    def close(self) -> None:
+        self._txn.commit()
+        self._env.sync(True)
+        self._env.close()

@@ -1,0 +1,165 @@
+"""Embedded BM25 catalogue search on tantivy, with filters evaluated inside the engine (SPEC §1).
+
+Query text is analysed by the same analyser the index uses (simple tokenizer, lowercase, English
+stop words, Porter stemming, like Lucene's English analyzer behind upstream's pyserini) and turned
+into term queries directly, so query-syntax characters are just separators: they can never raise a
+parse error or change the meaning. Repeated words weigh more, as in pyserini's bag-of-words query.
+Filters are constant-score (zero) clauses, so the score order is the BM25 order of the text alone and
+"the first 50 hits that pass the filters" is simply the engine's top 50 of the filtered query.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import orjson
+import tantivy
+
+from shoparena.catalog.models import Product
+from shoparena.index.product_store import ProductStore
+from shoparena.index.request import MAX_HITS, SearchRequest, sort_and_page
+
+ANALYZER_NAME = "shoparena_en"
+MAX_QUERY_TERMS = 1024  # Lucene's default clause cap; a longer query keeps its first distinct terms
+HIT_FIELDS = ("product_id", "shop_id", "title", "price", "service", "sold_count")
+
+
+def make_analyzer() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def make_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("contents", stored=False, tokenizer_name=ANALYZER_NAME, index_option="freq")
+    builder.add_unsigned_field("ord", stored=False, indexed=False, fast=True)
+    builder.add_float_field("price", stored=False, indexed=True, fast=True)
+    builder.add_unsigned_field("sold_count", stored=False, indexed=False, fast=True)
+    builder.add_text_field("shop_id", stored=False, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("service", stored=False, tokenizer_name="raw", index_option="basic")
+    return builder.build()
+
+
+def open_tantivy_index(path: Path, create: bool = False) -> tantivy.Index:
+    path.mkdir(parents=True, exist_ok=True)
+    index = tantivy.Index(make_schema(), path=str(path), reuse=not create)
+    index.register_tokenizer(ANALYZER_NAME, make_analyzer())
+    return index
+
+
+def index_document_json(ordinal: int, product: dict, contents: str) -> str:
+    """The JSON the index ingests for one product (what `IndexWriter.add_json` takes)."""
+    return orjson.dumps(
+        {
+            "contents": contents,
+            "ord": ordinal,
+            "price": float(product["price"]),
+            "sold_count": int(product.get("sold_count", 0)),
+            "shop_id": product["shop_id"],
+            "service": product.get("service", []),
+        }
+    ).decode()
+
+
+class TantivyCatalog:
+    """A built catalogue directory opened for search and lookup (implements `CatalogBackend`)."""
+
+    def __init__(self, index_path: Path, store: ProductStore):
+        self._index = open_tantivy_index(index_path)
+        self._schema = self._index.schema
+        self._searcher = self._index.searcher()
+        self._analyzer = make_analyzer()
+        self.store = store
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    # -- query construction ----------------------------------------------------------------------
+    def text_query(self, text: str) -> tantivy.Query | None:
+        tokens = Counter(self._analyzer.analyze(text))
+        if not tokens:
+            return None
+        clauses = []
+        for token, count in list(tokens.items())[:MAX_QUERY_TERMS]:
+            term = tantivy.Query.term_query(self._schema, "contents", token)
+            if count > 1:
+                term = tantivy.Query.boost_query(term, float(count))
+            clauses.append((tantivy.Occur.Should, term))
+        return tantivy.Query.boolean_query(clauses)
+
+    def _filters(self, request: SearchRequest) -> list[tantivy.Query]:
+        filters = []
+        if request.shop_id is not None:
+            filters.append(tantivy.Query.term_query(self._schema, "shop_id", request.shop_id))
+        if request.price is not None:
+            filters.append(
+                tantivy.Query.range_query(
+                    self._schema, "price", tantivy.FieldType.Float, request.price.low, request.price.high
+                )
+            )
+        for flag in request.service:
+            filters.append(tantivy.Query.term_query(self._schema, "service", flag))
+        return filters
+
+    def filtered_hits(self, request: SearchRequest) -> list[dict]:
+        """The first ≤50 hits in BM25 order that pass every filter, with sort keys, before paging."""
+        text = self.text_query(request.q)
+        if text is None:
+            return []
+        filters = self._filters(request)
+        if filters:
+            clauses = [(tantivy.Occur.Must, text)]
+            clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
+            query = tantivy.Query.boolean_query(clauses)
+        else:
+            query = text
+        result = self._searcher.search(query, limit=MAX_HITS, count=False)
+        addresses = [address for _, address in result.hits]
+        if not addresses:
+            return []
+        ords = self._searcher.fast_field_values("ord", addresses)
+        prices = self._searcher.fast_field_values("price", addresses)
+        sold = self._searcher.fast_field_values("sold_count", addresses)
+        return [{"ord": o, "price": p, "sold_count": s} for o, p, s in zip(ords, prices, sold, strict=True)]
+
+    # -- CatalogBackend ---------------------------------------------------------------------------
+    def find_product(
+        self,
+        q: str,
+        page: int = 1,
+        shop_id: str | None = None,
+        price: str | None = None,
+        sort: str | None = None,
+        service: str | Sequence[str] | None = None,
+    ) -> list[dict]:
+        request = SearchRequest.build(
+            q=q, page=page, shop_id=shop_id, price=price, sort=sort, service=service
+        )
+        return self.search(request)
+
+    def search(self, request: SearchRequest) -> list[dict]:
+        if not request.page_in_range:
+            return []
+        page = sort_and_page(self.filtered_hits(request), request)
+        rows = []
+        for hit in page:
+            product = self.store.dict_by_ord(hit["ord"])
+            rows.append({field: product[field] for field in HIT_FIELDS})
+        return rows
+
+    def get_product(self, product_id: str) -> Product | None:
+        return self.store.get(str(product_id))
+
+    def get_products(self, product_ids: Iterable[str]) -> dict[str, Product]:
+        return self.store.get_many(str(p) for p in product_ids)
+
+    def close(self) -> None:
+        self.store.close()

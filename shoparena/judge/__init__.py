@@ -1,0 +1,1 @@
+"""judge stage (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""problems stage (see docs/architecture.md)."""
