@@ -155,6 +155,13 @@ class TantivyCatalog:
             rows.append({field: product[field] for field in HIT_FIELDS})
         return rows
 
+    def products_in_shop(self, shop_id: str, limit: int = 1000) -> list[dict]:
+        """Up to `limit` full product records of one shop (for shop/voucher task generation)."""
+        query = tantivy.Query.term_query(self._schema, "shop_id", str(shop_id))
+        result = self._searcher.search(query, limit=limit, count=False)
+        ords = self._searcher.fast_field_values("ord", [address for _, address in result.hits])
+        return [self.store.dict_by_ord(o) for o in sorted(ords)]
+
     def get_product(self, product_id: str) -> Product | None:
         return self.store.get(str(product_id))
 
