@@ -38,7 +38,7 @@ class RewardSpec(BaseModel):
     sku_options: list[dict[str, str]] | None = None
     attributes: list[dict[str, list[str]]] | None = None
     service: list[ServiceFlag] | None = None
-    price: list[dict[PriceMode, list[float | None]]] | None = None
+    price: list[dict[PriceMode, list[int | float | None]]] | None = None
 
     @field_validator("product_id", mode="before")
     @classmethod
@@ -90,13 +90,14 @@ class Voucher(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     voucher_type: Literal["platform", "shop"]
-    threshold: float = Field(ge=0)
+    # `int | float` keeps integers as integers, so a file is written back with the same JSON numbers.
+    threshold: int | float = Field(ge=0)
     discount_type: Literal["fixed", "percentage"]
-    face_value: float | None = None
+    face_value: int | float | None = None
     discount: float | None = None
-    cap: float | None = None
-    price_after_voucher: float | None = None
-    budget: float = Field(ge=0)
+    cap: int | float | None = None
+    price_after_voucher: int | float | None = None
+    budget: int | float = Field(ge=0)
 
     @model_validator(mode="after")
     def _consistent(self) -> Voucher:
