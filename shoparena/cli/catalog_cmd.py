@@ -42,7 +42,7 @@ def build(
     strict: Annotated[
         bool, typer.Option(help="With --from: stop at the first bad line instead of skipping it.")
     ] = False,
-    workers: Annotated[int | None, typer.Option(help="Generator processes (default: cores - 1).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Generator processes (default: one per core).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing catalogue in --out.")] = False,
 ) -> None:
     """Generate + index a synthetic catalogue (--products N), or index an upstream file (--from FILE).

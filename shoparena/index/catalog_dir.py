@@ -89,7 +89,7 @@ def _partial_doc(product: dict, contents: str) -> bytes:
     )
 
 
-Row = tuple[str, bytes, bytes]  # product_id, product JSON, partial index JSON
+Row = tuple[str, str, bytes, bytes]  # product_id, shop_id, product JSON, partial index JSON
 
 
 def _ingest(out: Path, rows: Iterable[Row], progress: Progress | None) -> tuple[int, int, Counter]:
@@ -100,13 +100,13 @@ def _ingest(out: Path, rows: Iterable[Row], progress: Progress | None) -> tuple[
     duplicates = 0
     per_shop: Counter = Counter()
     try:
-        for product_id, product_json, partial in rows:
+        for product_id, shop_id, product_json, partial in rows:
             ordinal = store.add(product_id, product_json)
             if ordinal is None:
                 duplicates += 1
                 continue
             writer.add_json(f'{{"ord":{ordinal},{partial[1:].decode()}')
-            per_shop[orjson.loads(partial)["shop_id"]] += 1
+            per_shop[shop_id] += 1
             if progress is not None:
                 progress(1)
         writer.commit()
@@ -136,7 +136,14 @@ def _generate_rows(chunk_index: int) -> list[Row]:
     rows = []
     for product in _worker_generator.chunk_dicts(chunk_index):
         contents = build_contents(product["title"], product["sku_options"], product["attributes"])
-        rows.append((product["product_id"], orjson.dumps(product), _partial_doc(product, contents)))
+        rows.append(
+            (
+                product["product_id"],
+                product["shop_id"],
+                orjson.dumps(product),
+                _partial_doc(product, contents),
+            )
+        )
     return rows
 
 
@@ -166,7 +173,7 @@ def build_synthetic(
     started = time.perf_counter()
     _prepare(out, overwrite)
     generator = CatalogGenerator(n_products, seed)
-    workers = workers if workers is not None else max(1, (os.cpu_count() or 2) - 1)
+    workers = workers if workers is not None else (os.cpu_count() or 1)
     stored, duplicates, _ = _ingest(out, generated_rows(n_products, seed, workers), progress)
     with (out / SHOPS_FILE).open("wb") as handle:
         for shop in generator.shops:
@@ -210,7 +217,12 @@ def build_from_file(
                 )
                 seen_errors += 1
             product = record.product.model_dump(mode="json")
-            yield record.product.product_id, orjson.dumps(product), _partial_doc(product, record.contents)
+            yield (
+                record.product.product_id,
+                record.product.shop_id,
+                orjson.dumps(product),
+                _partial_doc(product, record.contents),
+            )
         while seen_errors < report.rejected:
             _write_reject(rejects, report.errors[seen_errors] if seen_errors < len(report.errors) else None)
             seen_errors += 1

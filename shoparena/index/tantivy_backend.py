@@ -109,8 +109,8 @@ class TantivyCatalog:
             filters.append(tantivy.Query.term_query(self._schema, "service", flag))
         return filters
 
-    def filtered_hits(self, request: SearchRequest) -> list[dict]:
-        """The first ≤50 hits in BM25 order that pass every filter, with sort keys, before paging."""
+    def filtered_hits(self, request: SearchRequest, limit: int = MAX_HITS) -> list[dict]:
+        """The first ≤`limit` (50) hits in BM25 order that pass every filter, with sort keys, before paging."""
         text = self.text_query(request.q)
         if text is None:
             return []
@@ -121,14 +121,17 @@ class TantivyCatalog:
             query = tantivy.Query.boolean_query(clauses)
         else:
             query = text
-        result = self._searcher.search(query, limit=MAX_HITS, count=False)
+        result = self._searcher.search(query, limit=limit, count=False)
         addresses = [address for _, address in result.hits]
         if not addresses:
             return []
         ords = self._searcher.fast_field_values("ord", addresses)
         prices = self._searcher.fast_field_values("price", addresses)
         sold = self._searcher.fast_field_values("sold_count", addresses)
-        return [{"ord": o, "price": p, "sold_count": s} for o, p, s in zip(ords, prices, sold, strict=True)]
+        return [
+            {"ord": o, "price": p, "sold_count": s, "score": score}
+            for o, p, s, (score, _) in zip(ords, prices, sold, result.hits, strict=True)
+        ]
 
     # -- CatalogBackend ---------------------------------------------------------------------------
     def find_product(
