@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from shoparena.cli import catalog_cmd
+from shoparena.cli import score_cmd
 
 app = typer.Typer(
     name="shoparena",
@@ -19,6 +20,7 @@ app = typer.Typer(
 )
 
 catalog_cmd.register(app)
+score_cmd.register(app)
 
 
 def main() -> None:

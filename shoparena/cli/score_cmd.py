@@ -1,0 +1,157 @@
+"""`shoparena score`: rule-score an answers file against a problems file and a catalogue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from rich.table import Table
+
+from shoparena.cli.common import console, err_console, fail, progress_bar
+from shoparena.index.catalog_dir import CatalogDirError, open_catalog
+from shoparena.scoring.answers import match_answers, read_answers
+from shoparena.scoring.metrics import MetricValue
+from shoparena.scoring.similarity import default_cache_path, make_similarity
+from shoparena.scoring.suite import ProblemFileError, SuiteScore, load_problem_file, score_episodes
+
+SHOWN = (
+    ("asr", "ASR"),
+    ("car", "CAR"),
+    ("gt_rate", "gt"),
+    ("title_mean", "title"),
+    ("price_mean", "price"),
+    ("service_mean", "service"),
+    ("sku_attr_mean", "sku/attr"),
+    ("knowledge_mean", "knowl."),
+    ("format_score", "format"),
+    ("length", "length"),
+)
+
+
+def _cell(metric: MetricValue, with_ci: bool) -> str:
+    if metric.value is None:
+        return "–"
+    text = f"{metric.value:.3f}"
+    if with_ci and metric.low is not None and metric.high is not None:
+        text += f"\n[dim][{metric.low:.2f}, {metric.high:.2f}][/]"
+    return text
+
+
+def render(result: SuiteScore) -> Table:
+    metrics = result.metrics
+    table = Table(
+        title=(
+            f"scores ({result.mode} mode, {result.similarity}, title ≥ {result.title_threshold}; "
+            f"{int(metrics.confidence * 100)}% bootstrap CI)"
+        )
+    )
+    table.add_column("bucket")
+    table.add_column("n", justify="right")
+    shown = [(key, label) for key, label in SHOWN if metrics.overall.metrics[key].value is not None]
+    for _, label in shown:
+        table.add_column(label, justify="right")
+    rows = [*metrics.buckets.items(), ("overall", metrics.overall)]
+    for name, group in rows:
+        style = "bold" if name == "overall" else None
+        table.add_row(name, str(group.n), *(_cell(group.metrics[key], True) for key, _ in shown), style=style)
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("score")
+    def score(
+        catalog: Annotated[Path, typer.Option("--catalog", help="Catalogue directory the ids resolve in.")],
+        problems: Annotated[
+            Path, typer.Option("--problems", help="Problems: ShoppingBench JSONL or an arena JSON list.")
+        ],
+        answers: Annotated[
+            Path,
+            typer.Option(
+                "--answers",
+                help='JSONL: {"problem_id": … or "index": i, "product_ids": [...] or "a,b"} per line.',
+            ),
+        ],
+        mode: Annotated[
+            str, typer.Option(help="upstream (ShoppingBench) or strict (the arena's production mode).")
+        ] = "upstream",
+        similarity: Annotated[
+            str, typer.Option(help="Title similarity: minilm (sentence embeddings) or lexical.")
+        ] = "minilm",
+        json_out: Annotated[
+            Path | None, typer.Option("--json", help="Write per-problem rows and the aggregate here.")
+        ] = None,
+        pass_k: Annotated[
+            list[int] | None, typer.Option("--pass-k", help="Also report pass@k (needs ≥ k samples).")
+        ] = None,
+        bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the intervals.")] = 1000,
+        seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+        cache: Annotated[
+            Path | None,
+            typer.Option(help="Title-embedding cache file (default ~/.cache/shoparena/...; 'none' = off)."),
+        ] = None,
+    ) -> None:
+        """Score recommendations: ASR, CAR, per-axis and per-bucket, with confidence intervals.
+
+        Example:
+          shoparena score --catalog cat/ --problems suite.jsonl --answers answers.jsonl --mode strict
+        """
+        if mode not in ("upstream", "strict"):
+            raise fail(f"--mode must be upstream or strict, not {mode!r}")
+        if similarity not in ("minilm", "lexical"):
+            raise fail(f"--similarity must be minilm or lexical, not {similarity!r}")
+        for label, path in (("--problems", problems), ("--answers", answers)):
+            if not path.is_file():
+                raise fail(f"{label} {path} is not a file")
+        try:
+            suite = load_problem_file(problems)
+        except (ProblemFileError, ValueError) as exc:
+            raise fail(str(exc)) from exc
+        try:
+            backend = open_catalog(catalog)
+        except (CatalogDirError, FileNotFoundError, OSError, ValueError) as exc:
+            raise fail(f"cannot open catalogue {catalog}: {exc}") from exc
+        cache_path = None if str(cache) == "none" else (cache or default_cache_path())
+        title_similarity = make_similarity(similarity, cache_path if similarity == "minilm" else None)
+        good, bad = read_answers(answers)
+        episodes, unmatched = match_answers(suite, good, source=str(answers))
+        try:
+            with progress_bar("scoring", len(episodes)) as advance:
+                result = score_episodes(
+                    suite,
+                    episodes,
+                    backend,
+                    title_similarity,
+                    mode,  # type: ignore[arg-type]
+                    rejects=[*bad, *unmatched],
+                    pass_k=pass_k or (),
+                    n_bootstrap=bootstrap,
+                    seed=seed,
+                    progress=advance,
+                )
+        except ValueError as exc:
+            raise fail(str(exc)) from exc
+        finally:
+            backend.close()
+        for reject in result.rejects:
+            where = f"{reject.source}:{reject.line}" if reject.line else reject.source
+            err_console.print(f"[yellow]skipped[/] {where}: {reject.reason}")
+        for note in result.notes:
+            err_console.print(f"[dim]note:[/] {note}")
+        console.print(render(result))
+        if result.rejects:
+            console.print(f"{len(result.rejects)} answer line(s) skipped (see above)")
+        for item in result.pass_at_k:
+            value = item.value
+            if value.value is None:
+                console.print(f"pass@{item.k}: no problem has ≥ {item.k} samples")
+            else:
+                console.print(
+                    f"pass@{item.k} = {value.value:.3f} [{value.low:.3f}, {value.high:.3f}] "
+                    f"over {item.n_problems} problems ({item.excluded} with < {item.k} samples left out)"
+                )
+        if json_out is not None:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
+            json_out.write_bytes(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2))
+            console.print(f"wrote {json_out}")

@@ -1,0 +1,193 @@
+"""Score a whole answer set against a suite: matching, the strict denominator, batching, metrics.
+
+This is the entry point the eval runner and the `score` command share, so both count missing answers,
+rejects and precomputed embeddings the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+from pydantic import BaseModel, Field, ValidationError
+
+from shoparena.problems.models import Problem
+from shoparena.scoring.answers import Answer, AnswerReject, Episode, match_answers, read_answers
+from shoparena.scoring.metrics import PassAtK, SuiteMetrics, aggregate, suite_pass_at_k
+from shoparena.scoring.rules import (
+    SCORING_PIPELINE_VERSION,
+    ProblemScore,
+    ProductLookup,
+    RuleScorer,
+    ScoringMode,
+    unanswered_score,
+)
+from shoparena.scoring.similarity import TitleSimilarity, adopt_suite_embeddings
+
+BATCH = 512
+
+
+class SuiteScore(BaseModel):
+    """Everything one scoring run produced: per-episode scores, metrics, and what was not scored."""
+
+    mode: ScoringMode
+    similarity: str
+    title_threshold: float
+    pipeline_version: str = SCORING_PIPELINE_VERSION
+    n_problems: int
+    n_answers: int
+    unanswered: list[int] = Field(default_factory=list)
+    """Indexes of problems without an answer: failures in strict mode, left out in upstream mode."""
+    rejects: list[AnswerReject] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    scores: list[ProblemScore]
+    metrics: SuiteMetrics
+    pass_at_k: list[PassAtK] = Field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """The `score --json` document: per-problem rows and the aggregate."""
+        return {
+            "problems": [s.summary() for s in self.scores],
+            "aggregate": {
+                "mode": self.mode,
+                "similarity": self.similarity,
+                "title_threshold": self.title_threshold,
+                "pipeline_version": self.pipeline_version,
+                "n_problems": self.n_problems,
+                "n_answers": self.n_answers,
+                "n_scored": len(self.scores),
+                "unanswered": self.unanswered,
+                "rejects": [r.model_dump() for r in self.rejects],
+                "notes": self.notes,
+                "metrics": self.metrics.model_dump(),
+                "pass_at_k": [p.model_dump() for p in self.pass_at_k],
+            },
+        }
+
+
+def score_episodes(
+    problems: Sequence[Problem],
+    episodes: Sequence[Episode],
+    lookup: ProductLookup,
+    similarity: TitleSimilarity,
+    mode: ScoringMode = "upstream",
+    title_threshold: float | None = None,
+    rejects: Sequence[AnswerReject] = (),
+    pass_k: Sequence[int] = (),
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    progress=None,
+) -> SuiteScore:
+    """Score matched episodes. Strict mode adds a failure for every problem nobody answered."""
+    notes = adopt_suite_embeddings(problems, similarity)
+    scorer = RuleScorer(lookup, similarity, mode, title_threshold)
+    scores: list[ProblemScore] = []
+    for start in range(0, len(episodes), BATCH):
+        chunk = episodes[start : start + BATCH]
+        batch = [
+            (
+                problems[e.index],
+                e.answer.product_ids,
+                {
+                    "index": e.index,
+                    "sample": e.answer.sample,
+                    "steps": e.answer.steps,
+                    "terminated": e.answer.terminated,
+                    "format_ok": e.answer.format_ok,
+                },
+            )
+            for e in chunk
+        ]
+        scores.extend(scorer.score_many(batch))
+        if progress is not None:
+            progress(len(chunk))
+    answered = {e.index for e in episodes}
+    unanswered = [i for i in range(len(problems)) if i not in answered]
+    if mode == "strict":
+        scores.extend(unanswered_score(problems[i], mode, index=i) for i in unanswered)
+        scores.sort(key=lambda s: (s.index if s.index is not None else -1, s.sample))
+    if unanswered:
+        where = "counted as failures" if mode == "strict" else "left out of the metrics (upstream mode)"
+        notes.append(f"{len(unanswered)} problem(s) have no answer: {where}")
+    metrics = aggregate(scores, n_bootstrap=n_bootstrap, seed=seed)
+    passes = [suite_pass_at_k(scores, k, n_bootstrap=n_bootstrap, seed=seed) for k in pass_k]
+    return SuiteScore(
+        mode=mode,
+        similarity=getattr(similarity, "name", type(similarity).__name__),
+        title_threshold=scorer.title_threshold,
+        n_problems=len(problems),
+        n_answers=len(episodes),
+        unanswered=unanswered,
+        rejects=list(rejects),
+        notes=notes,
+        scores=scores,
+        metrics=metrics,
+        pass_at_k=passes,
+    )
+
+
+def score_answers(
+    problems: Sequence[Problem],
+    answers: Sequence[Answer],
+    lookup: ProductLookup,
+    similarity: TitleSimilarity,
+    mode: ScoringMode = "upstream",
+    **options,
+) -> SuiteScore:
+    """Score in-memory answers (what the eval runner calls); unmatched answers become rejects."""
+    episodes, rejects = match_answers(problems, [(None, a) for a in answers])
+    return score_episodes(problems, episodes, lookup, similarity, mode, rejects=rejects, **options)
+
+
+def score_answer_file(
+    problems: Sequence[Problem],
+    answers_path: str | Path,
+    lookup: ProductLookup,
+    similarity: TitleSimilarity,
+    mode: ScoringMode = "upstream",
+    **options,
+) -> SuiteScore:
+    """Score a JSONL answers file; bad lines are located, skipped and reported in `rejects`."""
+    good, bad = read_answers(answers_path)
+    episodes, unmatched = match_answers(problems, good, source=str(answers_path))
+    return score_episodes(problems, episodes, lookup, similarity, mode, rejects=[*bad, *unmatched], **options)
+
+
+class ProblemFileError(ValueError):
+    """A problems file that cannot be read; the message names the file, record and problem."""
+
+
+def load_problem_file(path: str | Path) -> list[Problem]:
+    """Problems from a ShoppingBench JSONL or an arena JSON list (prefers shoparena.problems.io if present)."""
+    try:
+        from shoparena.problems.io import load_problems  # type: ignore[import-not-found]
+    except ImportError:
+        load_problems = None
+    if load_problems is not None:
+        return list(load_problems(path))
+    path = Path(path)
+    raw = path.read_bytes()
+    records: list[tuple[int, object]]
+    if raw.lstrip().startswith(b"["):
+        try:
+            records = list(enumerate(orjson.loads(raw), start=1))
+        except orjson.JSONDecodeError as exc:
+            raise ProblemFileError(f"{path}: not a JSON list: {exc}") from exc
+    else:
+        records = []
+        for number, line in enumerate(raw.splitlines(), start=1):
+            if line.strip():
+                try:
+                    records.append((number, orjson.loads(line)))
+                except orjson.JSONDecodeError as exc:
+                    raise ProblemFileError(f"{path}:{number}: not JSON: {exc}") from exc
+    problems = []
+    for number, record in records:
+        try:
+            problems.append(Problem.model_validate(record))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err.get("loc", ())) or "record"
+            raise ProblemFileError(f"{path}: record {number}: {where}: {err['msg']}") from exc
+    return problems
