@@ -37,10 +37,31 @@ PRICE_PHRASES: dict[str, tuple[str, ...]] = {
 
 # Marketing filler that says nothing about what the product is; never used as the title phrase.
 _FILLER = frozenset(
-    "fast delivery new original hot sale ready stock cod free shipping best seller promo "
-    "authentic high quality cheap premium".split()
+    [
+        "fast",
+        "delivery",
+        "new",
+        "original",
+        "hot",
+        "sale",
+        "ready",
+        "stock",
+        "cod",
+        "free",
+        "shipping",
+        "best",
+        "seller",
+        "promo",
+        "authentic",
+        "high",
+        "quality",
+        "cheap",
+        "premium",
+    ]
 )
-_STOPWORDS = frozenset("a an and the in for of with to by on or from at".split())
+_STOPWORDS = frozenset(
+    ["a", "an", "and", "the", "in", "for", "of", "with", "to", "by", "on", "or", "from", "at"]
+)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 
 
