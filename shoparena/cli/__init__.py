@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from shoparena.cli import catalog_cmd
+from shoparena.cli import harness_cmd
+from shoparena.cli import problems_cmd
 from shoparena.cli import score_cmd
 
 app = typer.Typer(
@@ -20,6 +22,8 @@ app = typer.Typer(
 )
 
 catalog_cmd.register(app)
+harness_cmd.register(app)
+problems_cmd.register(app)
 score_cmd.register(app)
 
 
