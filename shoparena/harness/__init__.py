@@ -1,1 +1,55 @@
-"""harness stage (see docs/architecture.md)."""
+"""The tool harness (SPEC §3): ShoppingBench-compatible tools over a catalogue, three model protocols,
+and the episode runtime that executes calls, enforces the profile and step cap, and keeps the verified
+call log (with who emitted each call). Layer: may import catalog, index, problems; never scoring.
+"""
+
+from shoparena.harness.episode import Episode, load_shops
+from shoparena.harness.models import (
+    CallRecord,
+    EpisodeSummary,
+    Observation,
+    Origin,
+    ParsedCall,
+    ParsedTurn,
+)
+from shoparena.harness.protocols import (
+    OPENAI,
+    PROTOCOLS,
+    QWEN3,
+    UPSTREAM,
+    OpenAIProtocol,
+    Protocol,
+    Qwen3Protocol,
+    UpstreamProtocol,
+    get_protocol,
+    qwen3_tools_system,
+    upstream_system_prompt,
+)
+from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, PROFILES, TOOL_SPECS, ProfileError, tool_schemas
+
+__all__ = [
+    "DEFAULT_STEP_CAPS",
+    "OPENAI",
+    "PROFILES",
+    "PROTOCOLS",
+    "QWEN3",
+    "TOOL_SPECS",
+    "UPSTREAM",
+    "CallRecord",
+    "Episode",
+    "EpisodeSummary",
+    "Observation",
+    "OpenAIProtocol",
+    "Origin",
+    "ParsedCall",
+    "ParsedTurn",
+    "ProfileError",
+    "Protocol",
+    "Qwen3Protocol",
+    "UpstreamProtocol",
+    "get_protocol",
+    "load_shops",
+    "qwen3_tools_system",
+    "tool_schemas",
+    "upstream_system_prompt",
+]
