@@ -117,9 +117,32 @@ def stats(
     console.print(table)
 
 
-def _open(catalog: Path):
+@catalog_app.command("push-es")
+def push_es(
+    catalog: Annotated[Path, typer.Argument(help="A catalogue directory built by `catalog build`.")],
+    url: Annotated[str, typer.Option(envvar="SHOPARENA_ES_URL", help="Elasticsearch/OpenSearch URL.")],
+    index: Annotated[str, typer.Option(help="Index name (replaced if it exists).")] = "shoparena-products",
+) -> None:
+    """Load a built catalogue into Elasticsearch/OpenSearch; then use `--backend elasticsearch` to search it."""
+    from shoparena.index.elastic_backend import push_catalog
+
     try:
-        return open_catalog(catalog)
+        meta = read_meta(catalog)
+    except CatalogDirError as exc:
+        raise fail(str(exc)) from None
+    with progress_bar(f"pushing {meta.n_products:,} products to {url}/{index}", meta.n_products) as advance:
+        count = push_catalog(catalog, url, index, progress=advance)
+    console.print(f"[green]pushed[/] {count:,} products to {url} index {index!r}")
+
+
+BackendOption = Annotated[
+    str, typer.Option("--backend", help="Search engine: tantivy (embedded) or elasticsearch (after push-es).")
+]
+
+
+def _open(catalog: Path, backend: str = "tantivy"):
+    try:
+        return open_catalog(catalog, backend=backend)
     except CatalogDirError as exc:
         raise fail(str(exc)) from None
 

@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 import orjson
 from pydantic import BaseModel
@@ -42,7 +41,6 @@ Progress = Callable[[int], None]
 
 class CatalogMeta(BaseModel):
     format_version: int = FORMAT_VERSION
-    backend: Literal["tantivy", "elasticsearch"] = "tantivy"
     n_products: int
     n_shops: int
     n_rejected: int = 0
@@ -54,8 +52,6 @@ class CatalogMeta(BaseModel):
     build_seconds: float
     index_bytes: int = 0
     store_bytes: int = 0
-    es_url: str | None = None
-    es_index: str | None = None
 
 
 class CatalogDirError(ValueError):
@@ -265,14 +261,26 @@ def read_meta(path: Path) -> CatalogMeta:
     return CatalogMeta.model_validate_json(meta_path.read_bytes())
 
 
-def open_catalog(path: Path | str):
-    """Open a built catalogue directory with the backend its manifest names."""
-    path = Path(path)
-    meta = read_meta(path)
-    if meta.backend == "elasticsearch":
-        from shoparena.index.elastic_backend import ElasticCatalog
+BACKENDS = ("tantivy", "elasticsearch")
 
-        return ElasticCatalog(meta.es_url or "", meta.es_index or "", store=ProductStore(path / STORE_DIR))
+
+def open_catalog(path: Path | str, backend: str = "tantivy"):
+    """Open a built catalogue directory for search: the embedded index, or the Elasticsearch/OpenSearch
+    index it was pushed to with `shoparena catalog push-es` (lookups stay on the local store)."""
+    path = Path(path)
+    read_meta(path)
+    if backend == "elasticsearch":
+        from shoparena.index.elastic_backend import ES_CONFIG_FILE, ElasticCatalog
+
+        config_path = path / ES_CONFIG_FILE
+        if not config_path.exists():
+            raise CatalogDirError(
+                f"{path} was never pushed to Elasticsearch; run `shoparena catalog push-es`"
+            )
+        config = orjson.loads(config_path.read_bytes())
+        return ElasticCatalog(config["url"], config["index"], store=ProductStore(path / STORE_DIR))
+    if backend != "tantivy":
+        raise CatalogDirError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
     return TantivyCatalog(path / INDEX_DIR, ProductStore(path / STORE_DIR))
 
 
