@@ -137,11 +137,15 @@ def validate(
         for error in result.rejects[:max_errors]:
             err_console.print(f"[red]{escape(str(error))}[/]", soft_wrap=True)
         if len(result.rejects) > max_errors:
-            err_console.print(f"[red]… {len(result.rejects) - max_errors} more error(s) in {path}[/]")
+            err_console.print(
+                f"[red]… {len(result.rejects) - max_errors} more error(s) in {escape(str(path))}[/]",
+                soft_wrap=True,
+            )
         buckets = ", ".join(f"{b} {c}" for b, c in sorted(result.bucket_counts().items()))
         status = "[green]ok[/]" if result.ok else f"[red]{len(result.rejects)} error(s)[/]"
         console.print(
-            f"{path}: {status}: {len(result.problems)} valid problem(s) ({result.format}; {buckets})"
+            f"{escape(str(path))}: {status}: {len(result.problems)} valid problem(s) ({result.format}; {buckets})",
+            soft_wrap=True,
         )
         failed = failed or not result.ok
     if failed:
@@ -179,7 +183,7 @@ def stats(
     if as_json:
         print_json({**summary.model_dump(), "rejected": len(result.rejects), "format": result.format})
         return
-    console.print(f"[bold]{file}[/] ({result.format}): {summary.n_problems:,} problems")
+    console.print(f"[bold]{escape(str(file))}[/] ({result.format}): {summary.n_problems:,} problems")
     if result.rejects:
         err_console.print(
             f"[yellow]{len(result.rejects)} invalid record(s) left out (run `problems validate`)[/]"

@@ -169,7 +169,7 @@ def test_file_level_errors(tmp_path):
         read_problems(empty)
     broken = tmp_path / "broken.json"
     broken.write_text('[{"query": 1},')
-    with pytest.raises(ProblemFileError, match="broken.json: invalid JSON"):
+    with pytest.raises(ProblemFileError, match=r"broken\.json: invalid JSON"):
         read_problems(broken)
 
 
