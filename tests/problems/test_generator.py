@@ -16,7 +16,7 @@ from shoparena.problems.generator import (
     sample_price,
     sample_reward_spec,
 )
-from shoparena.problems.io import dumps_problems
+from shoparena.problems.io import dumps_problems, parse_problems
 from shoparena.problems.models import Problem
 from shoparena.problems.templates import (
     MULTI_ITEM_FAMILIES,
@@ -236,3 +236,39 @@ def test_reward_spec_samples_only_what_the_product_has(small_catalog):
         seen.update(k for k in ("sku_options", "attributes", "service", "price") if getattr(spec, k))
         assert spec_violations(sample_reward_spec(product, rng, with_price=False), product) == []
     assert all(seen[k] > 40 for k in ("sku_options", "attributes", "service", "price")), seen
+
+
+def test_the_gold_checker_catches_broken_specs(small_catalog):
+    """The answerability test is only worth something if its checker rejects wrong specs."""
+    problems = ProblemGenerator(small_catalog, seed=8).generate(30)
+    caught = Counter()
+    for problem in problems:
+        products = _gold_products(small_catalog, problem)
+        spec, product = problem.rewards[0], products[0]
+        missing_flag = next((f for f in SERVICE_PHRASES if f not in product["service"]), None)
+        if missing_flag:
+            broken = spec.model_copy(update={"service": [missing_flag]})
+            caught["service"] += bool(spec_violations(broken, product))
+        broken = spec.model_copy(update={"sku_options": [{"size": "no-such-size"}]})
+        caught["sku"] += bool(spec_violations(broken, product))
+        broken = spec.model_copy(update={"attributes": [{"colour": ["ultraviolet"]}]})
+        caught["attribute"] += bool(spec_violations(broken, product))
+        broken = spec.model_copy(update={"price": [{"greater than": [int(product["price"]) + 1, None]}]})
+        caught["price"] += bool(spec_violations(broken, product))
+        if problem.voucher is not None:
+            tight = problem.model_copy(update={"voucher": problem.voucher.model_copy(update={"budget": 1})})
+            caught["budget"] += bool(voucher_violations(tight, products))
+    assert caught["sku"] == caught["attribute"] == caught["price"] == 30
+    assert caught["service"] > 0 and caught["budget"] == 10
+
+
+def test_generated_problems_round_trip_in_both_formats(small_catalog):
+    problems = ProblemGenerator(small_catalog, seed=4).generate(9, variants=2)
+    for fmt in ("shoppingbench", "arena"):
+        loaded = parse_problems(dumps_problems(problems, fmt=fmt), f"gen.{fmt}")
+        assert loaded.format == fmt and loaded.rejects == []
+        records = [p.to_record() for p in loaded.problems]
+        expected = [p.to_record() for p in problems]
+        if fmt == "arena":  # the arena format names each problem's category
+            expected = [{**r, "category": r["bucket"].capitalize()} for r in expected]
+        assert records == expected
