@@ -11,10 +11,11 @@ from rich.table import Table
 
 from shoparena.cli.common import console, err_console, fail, progress_bar
 from shoparena.index.catalog_dir import CatalogDirError, open_catalog
+from shoparena.problems.io import ProblemFileError
 from shoparena.scoring.answers import match_answers, read_answers
 from shoparena.scoring.metrics import MetricValue
 from shoparena.scoring.similarity import default_cache_path, make_similarity
-from shoparena.scoring.suite import ProblemFileError, SuiteScore, load_problem_file, score_episodes
+from shoparena.scoring.suite import SuiteScore, load_problem_file, score_episodes
 
 SHOWN = (
     ("asr", "ASR"),

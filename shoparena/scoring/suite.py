@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import orjson
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
+from shoparena.problems.io import read_problems
 from shoparena.problems.models import Problem
 from shoparena.scoring.answers import Answer, AnswerReject, Episode, match_answers, read_answers
 from shoparena.scoring.metrics import PassAtK, SuiteMetrics, aggregate, suite_pass_at_k
@@ -154,40 +154,10 @@ def score_answer_file(
     return score_episodes(problems, episodes, lookup, similarity, mode, rejects=[*bad, *unmatched], **options)
 
 
-class ProblemFileError(ValueError):
-    """A problems file that cannot be read; the message names the file, record and problem."""
-
-
 def load_problem_file(path: str | Path) -> list[Problem]:
-    """Problems from a ShoppingBench JSONL or an arena JSON list (prefers shoparena.problems.io if present)."""
-    try:
-        from shoparena.problems.io import load_problems  # type: ignore[import-not-found]
-    except ImportError:
-        load_problems = None
-    if load_problems is not None:
-        return list(load_problems(path))
-    path = Path(path)
-    raw = path.read_bytes()
-    records: list[tuple[int, object]]
-    if raw.lstrip().startswith(b"["):
-        try:
-            records = list(enumerate(orjson.loads(raw), start=1))
-        except orjson.JSONDecodeError as exc:
-            raise ProblemFileError(f"{path}: not a JSON list: {exc}") from exc
-    else:
-        records = []
-        for number, line in enumerate(raw.splitlines(), start=1):
-            if line.strip():
-                try:
-                    records.append((number, orjson.loads(line)))
-                except orjson.JSONDecodeError as exc:
-                    raise ProblemFileError(f"{path}:{number}: not JSON: {exc}") from exc
-    problems = []
-    for number, record in records:
-        try:
-            problems.append(Problem.model_validate(record))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err.get("loc", ())) or "record"
-            raise ProblemFileError(f"{path}: record {number}: {where}: {err['msg']}") from exc
-    return problems
+    """The problems of a suite file, in file order, so an answer's `index` is its 0-based position.
+
+    Strict loading: skipping a bad record would shift every later index and score answers against
+    the wrong problems, so the first bad record stops the run with its location.
+    """
+    return read_problems(path, strict=True).problems
