@@ -59,3 +59,12 @@ def reward_fingerprint(problem: Problem) -> str:
     items = sorted(canonical_json(normalised_spec(spec)) for spec in problem.rewards)
     digest = hashlib.sha256(b"\n".join(items)).hexdigest()
     return f"lc-{digest[:16]}"
+
+
+def with_leak_clusters(problems: list[Problem]) -> list[Problem]:
+    """Problems read from files that carry no `leak_cluster_id` get the fingerprint of their reward spec,
+    so a task reused from another file or shop lands in the same cluster as the original."""
+    return [
+        p if p.leak_cluster_id else p.model_copy(update={"leak_cluster_id": reward_fingerprint(p)})
+        for p in problems
+    ]

@@ -7,7 +7,9 @@ those products actually carry, so the gold answer satisfies its own reward spec 
   coin (the whole option dict); each attribute key, with one random value of it; each service flag;
 - price: the modes are tried in the order less/greater/between, each on its own coin, with
   `hi = p + randint(0, p)` and `lo = p − randint(0, p)`; a mode is rejected when `lo < 0`,
-  `p <= lo` or `p >= hi`, and the next is tried (so the bounds are strict: lo < p < hi);
+  `p <= lo` or `p >= hi`, and the next is tried (so the bounds are strict: lo < p < hi). The
+  upstream test files hold only greater/between (≈ 1/2 and 1/4 of items, as if "less than" never
+  passed); we follow the rules as SPEC writes them, so "less than" appears too;
 - shop task: 2–4 distinct products from one shop that has that many;
 - voucher task: platform → 1–4 random products, shop → 2–4 from one shop; their total T ≥ 100;
   `threshold = randint(.1T, .9T)`; fixed `face = randint(.1·thr, .5·thr)`; percentage

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shoparena.problems.canonical import reward_fingerprint
+from shoparena.problems.canonical import reward_fingerprint, with_leak_clusters
 from shoparena.problems.generator import (
     GenerationError,
     ProblemGenerator,
@@ -16,7 +16,7 @@ from shoparena.problems.generator import (
     sample_price,
     sample_reward_spec,
 )
-from shoparena.problems.io import dumps_problems, parse_problems
+from shoparena.problems.io import dumps_problems, parse_problems, read_problems
 from shoparena.problems.models import Problem
 from shoparena.problems.templates import (
     MULTI_ITEM_FAMILIES,
@@ -272,3 +272,13 @@ def test_generated_problems_round_trip_in_both_formats(small_catalog):
         if fmt == "arena":  # the arena format names each problem's category
             expected = [{**r, "category": r["bucket"].capitalize()} for r in expected]
         assert records == expected
+
+
+def test_reused_upstream_tasks_join_the_cluster_of_their_reward(upstream_dir):
+    problems = with_leak_clusters(read_problems(upstream_dir / "oro_problem_suite_v3.json").problems)
+    assert all(p.leak_cluster_id for p in problems)
+    reused = problems[0].model_copy(
+        update={"query": "A new wording of the same task.", "leak_cluster_id": None}
+    )
+    (clustered,) = with_leak_clusters([reused])
+    assert clustered.leak_cluster_id == problems[0].leak_cluster_id
