@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +20,7 @@ from shoparena.harness import (
     ProfileError,
     tool_schemas,
 )
+from shoparena.problems.models import Problem
 
 
 def test_profiles_hold_the_spec_tools():
@@ -284,3 +287,35 @@ def test_duplicate_model_call_ids_are_made_unique(backend):
     other.run_turn("openai", {"role": "assistant", "content": "", "tool_calls": [call, call]})
     ids = [c.call_id for c in other.calls]
     assert episode2_ids == ["same"] and ids[0] == "same" and ids[1] != "same"
+
+
+# -- real task files and layering --------------------------------------------------------------------
+UPSTREAM_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "upstream"
+
+
+@pytest.mark.skipif(not UPSTREAM_DATA.exists(), reason="upstream task files not present")
+def test_real_upstream_voucher_problems_drive_an_episode(backend):
+    lines = (UPSTREAM_DATA / "shoppingbench_synthesize_voucher_test.jsonl").read_text().splitlines()[:20]
+    for line in lines:
+        problem = Problem.model_validate_json(line)
+        episode = Episode.for_problem(problem, backend, profile="full")
+        shown = episode.call("view_voucher_information").result
+        assert shown["budget"] == problem.voucher.budget and "price_after_voucher" not in shown
+        gold = {spec.product_id for spec in problem.rewards}
+        trace = json.dumps(episode.messages) + episode.summary().model_dump_json()
+        assert not any(product_id in trace for product_id in gold)
+
+
+def test_the_harness_never_imports_higher_layers():
+    """harness may use catalog, index and problems; scoring and everything above build on it."""
+    higher = {"scoring", "agents", "judge", "store", "corpus", "arena", "train", "report", "cli"}
+    package = Path(__file__).resolve().parents[2] / "shoparena" / "harness"
+    for module in package.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                parts = name.split(".")
+                assert not (parts[0] == "shoparena" and len(parts) > 1 and parts[1] in higher), (
+                    f"{module.name} imports {name}"
+                )
