@@ -3,8 +3,8 @@
 The check is hand-written rather than a JSON-schema library because it must be fast (a non-search call
 costs well under a millisecond) and because its messages are read by models: each says which argument
 is wrong, what was given and what is expected. Coercions are the lossless ones models need in practice:
-numeric strings for numbers ("2" → 2), integer ids for string ids (123 → "123"), a list of ids where a
-comma-separated string is expected, and a JSON value given directly where a JSON *string* is declared.
+numeric strings for numbers ("2" → 2), numbers for strings (ids as 123 → "123"), a list of ids or
+prices where a comma-separated string is expected, and a JSON value given directly where a JSON *string* is declared.
 """
 
 from __future__ import annotations
@@ -71,14 +71,14 @@ class Param(BaseModel):
     def _coerce_string(self, value: Any) -> str:
         if isinstance(value, str):
             return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
+        if _is_number(value):
+            return _number_text(value)
         if (
             self.list_as_csv
             and isinstance(value, list)
-            and all(isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)) for v in value)
+            and all(isinstance(v, str) or _is_number(v) for v in value)
         ):
-            return ",".join(str(v) for v in value)
+            return ",".join(v if isinstance(v, str) else _number_text(v) for v in value)
         expected = "a comma-separated string" if self.list_as_csv else "a string"
         raise self._wrong(value, expected)
 
@@ -124,6 +124,15 @@ class Param(BaseModel):
         if not isinstance(value, python_type):
             raise self._wrong(value, expected)
         return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number_text(value: int | float) -> str:
+    """Ids arrive as integers, prices as floats; 120.0 stays '120.0' (float() reads it back exactly)."""
+    return str(value)
 
 
 def _type_name(value: Any) -> str:

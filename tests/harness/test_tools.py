@@ -265,6 +265,15 @@ def test_calculate_voucher_fixed_and_threshold(episode):
         "voucher_applied": True,
         "budget": 91.0,
     }
+    as_floats = _voucher(
+        episode,
+        product_prices=[60.0, 50.5],
+        voucher_type="fixed",
+        discount_value=20,
+        threshold=100,
+        budget=91,
+    )
+    assert as_floats == applied
     below = _voucher(
         episode, product_prices=[60, 30], voucher_type="fixed", discount_value=20, threshold=100, budget=80
     )
