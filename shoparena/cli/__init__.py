@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from shoparena.cli import catalog_cmd
-from shoparena.cli import harness_cmd
-from shoparena.cli import problems_cmd
-from shoparena.cli import score_cmd
+from shoparena.cli import catalog_cmd, harness_cmd, problems_cmd, score_cmd
 
 app = typer.Typer(
     name="shoparena",

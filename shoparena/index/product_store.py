@@ -8,6 +8,7 @@ LMDB is memory-mapped and multi-reader, so every worker process can share one st
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -24,23 +25,48 @@ def encode_ord(ordinal: int) -> bytes:
     return ordinal.to_bytes(_ORD_BYTES, "big")
 
 
+_open_envs: dict[str, list] = {}  # resolved path -> [environment, open handles]
+_open_envs_lock = threading.Lock()
+
+
+def _acquire_env(path: Path) -> lmdb.Environment:
+    """LMDB allows one environment per file per process; share it between readers and count them."""
+    key = str(path.resolve())
+    with _open_envs_lock:
+        entry = _open_envs.get(key)
+        if entry is None:
+            env = lmdb.open(
+                key, readonly=True, lock=False, max_dbs=2, subdir=True, readahead=False, map_size=_MAP_SIZE
+            )
+            entry = _open_envs[key] = [env, 0]
+        entry[1] += 1
+        return entry[0]
+
+
+def _release_env(path: Path) -> None:
+    key = str(path.resolve())
+    with _open_envs_lock:
+        entry = _open_envs.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            entry[0].close()
+            del _open_envs[key]
+
+
 class ProductStore:
-    """Read side of the store."""
+    """Read side of the store. Any number may be open on one path in one process (they share the map)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._env = lmdb.open(
-            str(self.path),
-            readonly=True,
-            lock=False,
-            max_dbs=2,
-            subdir=True,
-            readahead=False,
-            map_size=_MAP_SIZE,
-        )
-        self._products = self._env.open_db(b"products")
-        self._ids = self._env.open_db(b"ids")
+        if not (self.path / "data.mdb").exists():
+            raise FileNotFoundError(f"{self.path}: no product store here")
+        self._env = _acquire_env(self.path)
+        self._products = self._env.open_db(b"products", create=False)
+        self._ids = self._env.open_db(b"ids", create=False)
         self._txn = self._env.begin(buffers=False)
+        self._closed = False
 
     def __len__(self) -> int:
         return self._txn.stat(self._products)["entries"]
@@ -79,8 +105,11 @@ class ProductStore:
                 yield orjson.loads(value)
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._txn.abort()
-        self._env.close()
+        _release_env(self.path)
 
 
 class ProductStoreWriter:

@@ -138,3 +138,15 @@ def test_lookup_by_id(lamp_catalog):
     assert lamp_catalog.get_product("nope") is None
     assert set(lamp_catalog.get_products(["p001", "zzz", "p002"])) == {"p001", "p002"}
     assert len(lamp_catalog) == 72
+
+
+def test_one_catalogue_can_be_opened_many_times_in_one_process(small_catalog_dir, small_catalog):
+    from shoparena.index.catalog_dir import open_catalog
+
+    first = open_catalog(small_catalog_dir)
+    second = open_catalog(small_catalog_dir)
+    first.close()
+    first.close()  # closing twice is harmless
+    assert second.find_product("backpack") == small_catalog.find_product("backpack")
+    second.close()
+    assert len(small_catalog) > 0  # the session's own handle still works
