@@ -1,0 +1,113 @@
+"""The one agent protocol (SPEC §5): an agent gets a problem with the reward stripped and a harness
+episode (its tool client), drives the episode, and reports what it cost.
+
+The episode, not the agent, records the trace and the verified call log, so no agent can misreport
+which tools it called, what they returned, or who emitted them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoparena.harness.episode import Episode
+from shoparena.problems.models import Problem
+
+
+class AgentSpecError(ValueError):
+    """An agent spec that cannot be turned into an agent; the message says what to write instead."""
+
+
+class ProblemView(BaseModel):
+    """What an agent may know about a problem: never the reward (the miner `problem_data`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    problem_id: str
+    query: str
+    bucket: str
+    voucher: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, problem: Problem) -> ProblemView:
+        return cls(
+            problem_id=problem.problem_id or "",
+            query=problem.query,
+            bucket=problem.bucket or "product",
+            voucher=problem.voucher.model_dump(mode="json") if problem.voucher else None,
+        )
+
+
+class TokenUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_calls: int = 0
+
+    def add(self, prompt: int = 0, completion: int = 0, calls: int = 1) -> None:
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        self.model_calls += calls
+
+
+class AgentRun(BaseModel):
+    """What an agent reports about one episode besides the episode itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    error: str | None = None
+    """Why the agent stopped abnormally (crash, timeout, bad output); None when it finished."""
+    model_outputs: list[Any] = Field(default_factory=list)
+    """Raw model outputs in order (assistant messages or text), for debugging and the judge."""
+
+
+class Agent(ABC):
+    """Base class of every agent kind. Subclasses set `kind` and implement `run`."""
+
+    kind: str = "agent"
+
+    def __init__(self, name: str, version: str = "0"):
+        self.name = name
+        self.version = version
+
+    @property
+    def agent_id(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+    @abstractmethod
+    def run(self, episode: Episode, view: ProblemView) -> AgentRun:
+        """Solve one problem through `episode`; never raise for model or tool trouble — report it."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections, processes or models."""
+
+
+# spec kind → "module:factory"; imported lazily so heavy dependencies load only when used
+AGENT_KINDS: dict[str, str] = {
+    "openai": "shoparena.agents.openai_agent:make_openai_agent",
+    "hf": "shoparena.agents.hf_agent:make_hf_agent",
+    "file": "shoparena.agents.file_agent:make_file_agent",
+    "reference": "shoparena.agents.reference:make_reference_agent",
+}
+
+
+def make_agent(spec: str, **options: Any) -> Agent:
+    """Build an agent from `KIND:TARGET` (openai:MODEL, hf:PATH, file:PATH, reference:agentic|pipeline)."""
+    kind, sep, target = spec.partition(":")
+    if not sep or not target:
+        raise AgentSpecError(
+            f"agent spec {spec!r}: expected KIND:TARGET, e.g. openai:gpt-4o-mini, hf:./ckpt, "
+            "file:miner.py, reference:agentic"
+        )
+    if kind not in AGENT_KINDS:
+        raise AgentSpecError(
+            f"agent spec {spec!r}: unknown kind {kind!r}; use one of {', '.join(AGENT_KINDS)}"
+        )
+    module_name, _, factory_name = AGENT_KINDS[kind].partition(":")
+    factory = getattr(importlib.import_module(module_name), factory_name)
+    return factory(target, **options)
