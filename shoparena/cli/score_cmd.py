@@ -36,27 +36,28 @@ def _cell(metric: MetricValue, with_ci: bool) -> str:
         return "–"
     text = f"{metric.value:.3f}"
     if with_ci and metric.low is not None and metric.high is not None:
-        text += f"\n[dim][{metric.low:.2f}, {metric.high:.2f}][/]"
+        text += f"\n[dim]{metric.low:.2f}–{metric.high:.2f}[/]"
     return text
 
 
 def render(result: SuiteScore) -> Table:
+    """Metrics as rows, buckets as columns (fits 80 columns); each cell: value over its interval."""
     metrics = result.metrics
     table = Table(
         title=(
-            f"scores ({result.mode} mode, {result.similarity}, title ≥ {result.title_threshold}; "
-            f"{int(metrics.confidence * 100)}% bootstrap CI)"
+            f"{result.mode} mode · {result.similarity} · title ≥ {result.title_threshold} · "
+            f"{int(metrics.confidence * 100)}% bootstrap CI"
         )
     )
-    table.add_column("bucket")
-    table.add_column("n", justify="right")
-    shown = [(key, label) for key, label in SHOWN if metrics.overall.metrics[key].value is not None]
-    for _, label in shown:
-        table.add_column(label, justify="right")
-    rows = [*metrics.buckets.items(), ("overall", metrics.overall)]
-    for name, group in rows:
-        style = "bold" if name == "overall" else None
-        table.add_row(name, str(group.n), *(_cell(group.metrics[key], True) for key, _ in shown), style=style)
+    groups = [*metrics.buckets.items(), ("overall", metrics.overall)]
+    table.add_column("metric", no_wrap=True)
+    for name, group in groups:
+        header = f"[bold]{name}[/]" if name == "overall" else name
+        table.add_column(f"{header}\nn={group.n}", justify="right", no_wrap=True)
+    for key, label in SHOWN:
+        if metrics.overall.metrics[key].value is None:
+            continue
+        table.add_row(label, *(_cell(group.metrics[key], True) for _, group in groups))
     return table
 
 
@@ -135,11 +136,11 @@ def register(app: typer.Typer) -> None:
             raise fail(str(exc)) from exc
         finally:
             backend.close()
-        for reject in result.rejects:
+        for reject in sorted(result.rejects, key=lambda r: (r.source, r.line or 0)):
             where = f"{reject.source}:{reject.line}" if reject.line else reject.source
-            err_console.print(f"[yellow]skipped[/] {where}: {reject.reason}")
+            err_console.print(f"[yellow]skipped[/] {where}: {reject.reason}", soft_wrap=True)
         for note in result.notes:
-            err_console.print(f"[dim]note:[/] {note}")
+            err_console.print(f"[dim]note:[/] {note}", soft_wrap=True)
         console.print(render(result))
         if result.rejects:
             console.print(f"{len(result.rejects)} answer line(s) skipped (see above)")

@@ -8,9 +8,9 @@ come through any `ProductLookup` (a catalogue backend, or a dict for constructed
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Annotated, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from shoparena.catalog.models import Product
 from shoparena.problems.models import Problem, RewardSpec
@@ -61,6 +61,17 @@ def _empty_axes() -> dict[str, AxisTally]:
     return {axis: AxisTally() for axis in AXES}
 
 
+def _all_axes(value: dict[str, AxisTally]) -> dict[str, AxisTally]:
+    """Every axis present (a record written with fewer axes reads back with empty tallies)."""
+    unknown = set(value) - set(AXES)
+    if unknown:
+        raise ValueError(f"unknown scoring axes {sorted(unknown)}; expected {AXES}")
+    return {axis: value.get(axis, AxisTally()) for axis in AXES}
+
+
+AxesField = Annotated[dict[str, AxisTally], AfterValidator(_all_axes)]
+
+
 class ItemScore(BaseModel):
     """One recommended product (or the lack of one) against one reward position."""
 
@@ -73,7 +84,7 @@ class ItemScore(BaseModel):
     title_similarity: float | None = None
     shop_id: str | None = None
     price: float | None = None
-    axes: dict[str, AxisTally] = Field(default_factory=_empty_axes)
+    axes: AxesField = Field(default_factory=_empty_axes)
 
 
 class ProblemScore(BaseModel):
@@ -94,7 +105,7 @@ class ProblemScore(BaseModel):
     answered: bool = True
     product_ids: list[str] = Field(default_factory=list)
     items: list[ItemScore] = Field(default_factory=list)
-    axes: dict[str, AxisTally] = Field(default_factory=_empty_axes)
+    axes: AxesField = Field(default_factory=_empty_axes)
     steps: int | None = None
     terminated: bool | None = None
     format_ok: bool | None = None
