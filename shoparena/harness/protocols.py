@@ -17,57 +17,95 @@ and records each slip in `format_errors` or the call's `error`; it never raises.
 
 from __future__ import annotations
 
+import json
 import re
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, Field
+
 from shoparena.harness import jsontext
 from shoparena.harness.models import Observation, ParsedCall, ParsedTurn
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+_DECODER = json.JSONDecoder()
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.DOTALL)
 
 
 # -- shared text helpers ---------------------------------------------------------------------------
-def split_think(text: str) -> tuple[str | None, str, list[str]]:
-    """(thinking, the text without it, format errors). Handles a template-opened think (no `<think>`)."""
-    match = _THINK.search(text)
-    if match:
-        return match.group(1).strip(), text[: match.start()] + text[match.end() :], []
-    if "</think>" in text:
-        before, _, after = text.partition("</think>")
-        return before.replace("<think>", "").strip(), after, []
-    if "<think>" in text:
-        before, _, after = text.partition("<think>")
-        cut = min(
-            (i for i in (after.find("<tool_call>"), after.find("<response>")) if i >= 0), default=len(after)
-        )
-        return after[:cut].strip(), before + after[cut:], ["unclosed <think>"]
-    return None, text, []
+class TagScan(BaseModel):
+    """A model output cut into tagged blocks (in order) and the text outside every tag."""
+
+    blocks: list[tuple[str, str]] = Field(default_factory=list)
+    outside: str = ""
+    errors: list[str] = Field(default_factory=list)
+
+    def bodies(self, tag: str) -> list[str]:
+        return [body for name, body in self.blocks if name == tag]
+
+    def thinking(self) -> str | None:
+        bodies = self.bodies("think")
+        return "\n\n".join(body.strip() for body in bodies) if bodies else None
 
 
-def take_blocks(text: str, tag: str) -> tuple[list[str], str, list[str]]:
-    """Every `<tag>…</tag>` body in order, the text outside them, and format errors (an unclosed last tag
-    takes the rest of the text, since generation often stops on the closing tag)."""
-    opening, closing = f"<{tag}>", f"</{tag}>"
-    blocks: list[str] = []
+def _json_end(text: str, start: int, closing: str) -> int | None:
+    """Where `closing` starts when the block is one JSON value followed by it (so tags inside JSON strings
+    do not cut the block); None when the block is not plain JSON (a code fence, broken JSON)."""
+    index = start
+    while index < len(text) and text[index].isspace():
+        index += 1
+    try:
+        _, index = _DECODER.raw_decode(text, index)
+    except ValueError:
+        return None
+    while index < len(text) and text[index].isspace():
+        index += 1
+    return index if text.startswith(closing, index) else None
+
+
+def scan_tags(text: str, tags: tuple[str, ...], json_tags: tuple[str, ...] = ("tool_call",)) -> TagScan:
+    """Cut `text` at the given tags, left to right; a block's body is not searched for other tags.
+
+    Lenient where models slip: output that starts inside a template-opened `<think>` (only `</think>`
+    present), an unclosed `<think>` (ends at the next tag), an unclosed last block (takes the rest, since
+    generation often stops on the closing tag).
+    """
+    scan = TagScan()
     outside: list[str] = []
-    errors: list[str] = []
     position = 0
+    if "think" in tags:
+        close = text.find("</think>")
+        first_tag = min((i for i in (text.find(f"<{tag}>") for tag in tags) if i >= 0), default=len(text))
+        if 0 <= close < first_tag:
+            scan.blocks.append(("think", text[:close]))
+            position = close + len("</think>")
     while True:
-        start = text.find(opening, position)
-        if start < 0:
+        found = [(text.find(f"<{tag}>", position), tag) for tag in tags]
+        found = [(index, tag) for index, tag in found if index >= 0]
+        if not found:
             outside.append(text[position:])
             break
+        start, tag = min(found)
         outside.append(text[position:start])
-        end = text.find(closing, start + len(opening))
-        if end < 0:
-            blocks.append(text[start + len(opening) :])
-            errors.append(f"unclosed <{tag}>")
-            break
-        blocks.append(text[start + len(opening) : end])
-        position = end + len(closing)
-    return blocks, "".join(outside), errors
+        body_start = start + len(tag) + 2
+        closing = f"</{tag}>"
+        end = _json_end(text, body_start, closing) if tag in json_tags else None
+        if end is None:
+            end = text.find(closing, body_start)
+        if end >= 0:
+            scan.blocks.append((tag, text[body_start:end]))
+            position = end + len(closing)
+            continue
+        scan.errors.append(f"unclosed <{tag}>")
+        if tag == "think":
+            following = [i for i in (text.find(f"<{t}>", body_start) for t in tags if t != "think") if i >= 0]
+            cut = min(following, default=len(text))
+            scan.blocks.append((tag, text[body_start:cut]))
+            position = cut
+            continue
+        scan.blocks.append((tag, text[body_start:]))
+        break
+    scan.outside = "".join(outside)
+    return scan
 
 
 def _unfence(block: str) -> str:
@@ -171,8 +209,9 @@ class OpenAIProtocol(Protocol):
         thinking = message.get("reasoning_content", message.get("reasoning"))
         errors: list[str] = []
         if thinking is None and content and "think>" in content:
-            thinking, rest, errors = split_think(content)
-            content = rest.strip() or None
+            scan = scan_tags(content, ("think",), json_tags=())
+            thinking, errors = scan.thinking(), scan.errors
+            content = scan.outside.strip() or None
         calls = [self._parse_call(i, call) for i, call in enumerate(message.get("tool_calls") or [])]
         legacy = message.get("function_call")
         if isinstance(legacy, dict):
@@ -255,17 +294,16 @@ class UpstreamProtocol(Protocol):
         if isinstance(message, dict):
             reasoning = message.get("reasoning_content")
             message = _content_text(message.get("content")) or ""
-        thinking, rest, errors = split_think(message)
+        scan = scan_tags(message, ("think", "tool_call", "response"))
+        thinking, errors = scan.thinking(), list(scan.errors)
         if thinking is None and reasoning:
             thinking = reasoning.replace("<think>", "").replace("</think>", "").strip()
-        blocks, rest, call_errors = take_blocks(rest, "tool_call")
-        responses, rest, response_errors = take_blocks(rest, "response")
-        errors += call_errors + response_errors
+        blocks, responses = scan.bodies("tool_call"), scan.bodies("response")
         calls = [call for block in blocks for call in self._parse_block(block)]
         content = responses[0].strip() if responses else None
         if len(responses) > 1:
             errors.append("more than one <response>; only the first is kept")
-        stray = rest.strip()
+        stray = scan.outside.strip()
         if thinking is None:
             errors.append("no <think>...</think>")
         if not blocks and not responses:
@@ -370,13 +408,12 @@ class Qwen3Protocol(Protocol):
         if isinstance(message, dict):
             reasoning = message.get("reasoning_content")
             message = _content_text(message.get("content")) or ""
-        thinking, rest, errors = split_think(message)
+        scan = scan_tags(message, ("think", "tool_call"))
+        thinking, errors = scan.thinking(), list(scan.errors)
         if thinking is None and reasoning:
             thinking = reasoning.strip()
-        blocks, rest, call_errors = take_blocks(rest, "tool_call")
-        errors += call_errors
-        calls = [self._parse_block(block) for block in blocks]
-        content = rest.strip() or None
+        calls = [self._parse_block(block) for block in scan.bodies("tool_call")]
+        content = scan.outside.strip() or None
         return ParsedTurn(thinking=thinking, content=content, calls=calls, format_errors=errors)
 
     def _parse_block(self, block: str) -> ParsedCall:

@@ -52,6 +52,16 @@ def test_upstream_response_and_lenient_forms():
         '<think>x</think><tool_call>[{"name": "terminate", "parameters": {"status": "success"}}]'
     )
     assert [c.name for c in cut.calls] == ["terminate"] and cut.format_errors == ["unclosed <tool_call>"]
+    # Tags named inside the thinking, or inside JSON strings, do not cut the blocks.
+    mentions = UPSTREAM.parse(
+        "<think>I will put a <tool_call> with a </response> query</think>"
+        '<tool_call>[{"name": "find_product", "parameters": {"q": "</tool_call> <think>"}}]</tool_call>'
+    )
+    assert mentions.thinking == "I will put a <tool_call> with a </response> query"
+    assert [(c.name, c.arguments) for c in mentions.calls] == [
+        ("find_product", {"q": "</tool_call> <think>"})
+    ]
+    assert mentions.format_errors == []
     # A message dict with the thinking in reasoning_content, as reasoning servers return it.
     message = {
         "role": "assistant",
@@ -269,8 +279,12 @@ free_text = (
     .map(str.strip)
     .filter(lambda text: text and not any(tag in text for tag in TAGS))
 )
+tagged_text = st.builds(
+    lambda a, tag, b: f"{a}{tag}{b}", st.text(max_size=5), st.sampled_from(TAGS), st.text(max_size=5)
+)
 json_values = st.recursive(
-    st.none()
+    tagged_text  # tags inside JSON strings must not cut a tool call
+    | st.none()
     | st.booleans()
     | st.integers(-(2**63), 2**63 - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
