@@ -364,3 +364,18 @@ def test_score_item_without_product_keeps_checks():
     spec = product_problem(price=[{"between": [1, 2]}]).rewards[0]
     item = score_item(None, spec, LEX, 0.5, product_id="ghost")
     assert item.rule == 0 and item.product_id == "ghost" and item.axes["price"].checks == 1
+
+
+@given(st.lists(st.sampled_from(["p0", "p1", "p2", "zz", "x"]), max_size=4))
+def test_ids_beyond_the_reward_never_change_the_score(extra):
+    problem = shop_problem(2, voucher=voucher(budget=25))
+    products = shop_products(3)
+    for mode in ("upstream", "strict"):
+        base = score(problem, products, ["p0", "p1"], mode)
+        longer = score(problem, products, ["p0", "p1", *extra], mode)
+        assert (longer.rule, longer.success, longer.shop, longer.budget) == (
+            base.rule,
+            base.success,
+            base.shop,
+            base.budget,
+        )
