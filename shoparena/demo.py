@@ -1,7 +1,11 @@
 """`make demo`: the main job on embedded defaults, end to end, in about a minute on a laptop.
 
-Stage 1 builds a 20k-product synthetic catalogue (generate + BM25 index + product store) and runs a
-few find_product searches with the filters agents use. Later stages are appended as the pipeline grows.
+1. catalogue: build a 20k-product synthetic catalogue (generate + BM25 index + product store) and run
+   a few find_product searches with the filters agents use;
+2. environment: generate a problem set from it (product, shop and voucher buckets), play one episode
+   per bucket through the harness with a scripted call sequence (search the query, inspect the top
+   hits, recommend, terminate: a naive baseline, not a solver) and score each with the rule scorer.
+Later stages are appended as the pipeline grows.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from shoparena.index.catalog_dir import CatalogDirError, build_synthetic, open_c
 DEMO_DIR = Path(os.environ.get("SHOPARENA_DEMO_DIR", "demo-out"))
 DEMO_PRODUCTS = 20_000
 DEMO_SEED = 42
+DEMO_PROBLEMS = 30
 
 console = Console()
 
@@ -77,10 +82,90 @@ def show_searches(catalog_dir: Path) -> None:
         catalog.close()
 
 
+def generate_problems(catalog_dir: Path) -> Path:
+    from shoparena.problems.generator import ProblemGenerator
+    from shoparena.problems.io import write_problems
+
+    catalog = open_catalog(catalog_dir)
+    try:
+        problems = ProblemGenerator(catalog, seed=DEMO_SEED).generate(
+            DEMO_PROBLEMS, buckets=("product", "shop", "voucher")
+        )
+    finally:
+        catalog.close()
+    path = DEMO_DIR / "problems.jsonl"
+    write_problems(path, problems)
+    counts = {b: sum(1 for p in problems if p.bucket == b) for b in ("product", "shop", "voucher")}
+    console.print(
+        f"generated {len(problems)} problems → {path} ({', '.join(f'{b} {n}' for b, n in counts.items())})"
+    )
+    return path
+
+
+def _short(text: str, limit: int = 150) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def play_scripted_episodes(catalog_dir: Path, problems_path: Path) -> None:
+    """One episode per bucket: search the query, look at the hits, recommend, terminate — then score."""
+    from shoparena.harness.episode import Episode, load_shops
+    from shoparena.problems.io import read_problems
+    from shoparena.scoring import RuleScorer, make_similarity
+
+    problems = read_problems(problems_path, strict=True).problems
+    catalog = open_catalog(catalog_dir)
+    scorer = RuleScorer(catalog, make_similarity("lexical"), mode="upstream")
+    shops = load_shops(catalog_dir)
+    try:
+        for bucket in ("product", "shop", "voucher"):
+            problem = next(p for p in problems if p.bucket == bucket)
+            episode = Episode.for_problem(problem, catalog, profile="oro7", shops=shops)
+            wanted = len(problem.rewards)
+            first_line = problem.query.split("\n")[0]
+            hits = episode.call("find_product", {"q": first_line[:120]}, origin="code")
+            ids = [h["product_id"] for h in (hits.result or [])][:wanted]
+            if ids:
+                episode.call("view_product_information", {"product_ids": ",".join(ids)}, origin="code")
+            episode.call("recommend_product", {"product_ids": ",".join(ids)}, origin="code")
+            episode.call("terminate", {"status": "success" if ids else "failure"}, origin="code")
+            table = Table(title=f"{bucket} episode — {_short(problem.query, 110)}", title_justify="left")
+            table.add_column("step", justify="right")
+            table.add_column("call")
+            table.add_column("observation", max_width=80)
+            for record in episode.calls:
+                args = ", ".join(f"{k}={_short(v, 40)!s}" for k, v in (record.arguments or {}).items())
+                table.add_row(
+                    str(record.step), f"{record.name}({args})", _short(record.error or record.result)
+                )
+            console.print(table)
+            score = scorer.score(
+                problem,
+                episode.recommended_product_ids,
+                steps=episode.steps_used,
+                terminated=episode.terminated is not None,
+            )
+            axes = ", ".join(
+                f"{axis} {tally.hits}/{tally.checks}" for axis, tally in score.axes.items() if tally.checks
+            )
+            extra = "".join(
+                f", {k} {'✓' if v else '✗'}"
+                for k, v in (("shop", score.shop), ("budget", score.budget))
+                if v is not None
+            )
+            verdict = "[green]success[/]" if score.success else "[red]failure[/]"
+            console.print(f"  score: {verdict}, rule {score.rule:.2f} ({axes}{extra})\n")
+    finally:
+        catalog.close()
+
+
 def main() -> None:
     console.print(Rule("shoparena demo · 1 · catalogue and search"))
     catalog_dir = build_or_reuse_catalog()
     show_searches(catalog_dir)
+    console.print(Rule("shoparena demo · 2 · problems, harness and scoring"))
+    problems_path = generate_problems(catalog_dir)
+    play_scripted_episodes(catalog_dir, problems_path)
     console.print(
         f'\nTry it yourself: [bold].venv/bin/shoparena search {catalog_dir} "red dress" --service COD[/]'
     )
