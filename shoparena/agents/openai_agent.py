@@ -74,6 +74,8 @@ class ChatCompletionsClient:
         self.rng = rng or random.Random()
         self.attempts = 0
         """Every HTTP attempt made so far (retries included)."""
+        self.failures: list[str] = []
+        """Why each failed attempt failed, in order (for logs and tests)."""
 
     def create(self, payload: dict[str, Any]) -> dict[str, Any]:
         body = jsontext.dumps(payload).encode()
@@ -83,6 +85,7 @@ class ChatCompletionsClient:
                 return self._post(body)
             except RetryableError as exc:
                 failures.append(str(exc))
+                self.failures.append(str(exc))
                 if attempt == self.max_retries:
                     break
                 self.sleep(self._delay(attempt, exc.retry_after))
