@@ -1,0 +1,410 @@
+"""The miner-file agent (SPEC §5): one Python file exposing `agent_main(problem_data) -> list[step]`,
+the arena's submission format, run once per problem in its own process.
+
+Isolation, per problem: a fresh private working directory holding a copy of the file (the content
+hashed when the agent was made, so an edit on disk cannot change a running agent's version), the
+tool client and the runner; `python -I` (no user site, no PYTHON* variables, no script directory on
+the path); an environment reduced to PATH, HOME/TMPDIR (the private directory), a locale, and
+SHOPARENA_TOOL_URL/SHOPARENA_SESSION; resource limits (address space, CPU seconds, no core files,
+file size, open files); a new session, so the whole process group is killed at the wall-clock
+timeout and after every run. This is process isolation, not a security sandbox: the file system
+and the network are still reachable; the arena's container sandbox (SPEC §6) is the layer for that.
+
+Trust: the episode's verified log holds every call the miner made through the tool server; the
+steps `agent_main` returns are its claim and are kept, unverified, as `AgentRun.model_outputs`.
+One claim is acted on — see `replay_claimed_ending`.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView
+from shoparena.harness.episode import Episode
+from shoparena.harness.tool_server import ToolServer
+
+_HERE = Path(__file__).resolve().parent
+RUNNER_SOURCE = _HERE / "miner_runner.py"
+SDK_SOURCE = _HERE / "miner_sdk.py"
+RUNNER_NAME = "_shoparena_runner.py"
+SDK_NAME = "miner_sdk.py"
+STDERR_TAIL_BYTES = 4096
+MAX_RESULT_BYTES = 32 << 20
+MAX_ERROR_CHARS = 4000
+ENDING_TOOLS = ("recommend_product", "terminate")
+
+
+# -- the step format miners return (lenient on shape details, strict on what is acted on) --------------
+class ClaimedToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    tool_call_id: str | None = None
+    result: Any = None
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameters(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if isinstance(value, str):  # some miners keep the JSON text of the arguments
+            try:
+                return json.loads(value) if value.strip() else {}
+            except ValueError:
+                raise ValueError(f"parameters is a string but not JSON: {value[:80]!r}") from None
+        return value
+
+
+class StepMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    think: str | None = None
+    tool_call: list[ClaimedToolCall] = Field(default_factory=list)
+    response: str | None = None
+
+    @field_validator("tool_call", mode="before")
+    @classmethod
+    def _tool_call(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return [value] if isinstance(value, dict) else value
+
+
+class StepCompletion(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    message: StepMessage
+    content: str | None = None
+    reasoning_content: str | None = None
+
+
+class MinerStep(BaseModel):
+    """One step of the arena format: `completion.message.{think, tool_call, response}` and `extra_info`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    completion: StepCompletion
+    extra_info: dict[str, Any] | None = None
+
+
+_STEPS = TypeAdapter(list[MinerStep])
+
+
+class StepFormatError(ValueError):
+    pass
+
+
+def parse_steps(value: Any) -> list[MinerStep]:
+    """Validate what agent_main returned; the error names the step and the field that is wrong."""
+    if not isinstance(value, list):
+        raise StepFormatError(
+            f"agent_main must return a list of steps, got {type(value).__name__}"
+            + (f" {value!r}"[:120] if not isinstance(value, dict | list) else "")
+        )
+    try:
+        return _STEPS.validate_python(value)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors()[:5]:
+            loc = list(error["loc"])
+            where = f"step {loc[0]}" + (": " + ".".join(map(str, loc[1:])) if len(loc) > 1 else "")
+            problems.append(f"{where}: {error['msg']}")
+        more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        raise StepFormatError("; ".join(problems) + more) from None
+
+
+def replay_claimed_ending(episode: Episode, steps: list[MinerStep]) -> list[str]:
+    """Act on a claimed recommendation the server never saw, through the harness, never around it.
+
+    Rule: for `recommend_product` and then `terminate`, if the verified log has no successful call of
+    that tool, the first such call in the returned steps is executed on the episode now with origin
+    `code` (our code made it, on the miner's word). The harness then treats it like any call — it is
+    refused if the episode already ended, and the scorer checks the ids against the catalogue — and
+    the log shows it as a late code call, not as something the miner did in time. A claim that
+    differs from what the server recorded changes nothing and is noted.
+    """
+    notes: list[str] = []
+    claimed = [call for step in steps for call in step.completion.message.tool_call]
+    for tool in ENDING_TOOLS:
+        claim = next((call for call in claimed if call.name == tool), None)
+        if claim is None:
+            continue
+        logged = [record for record in episode.calls if record.name == tool and record.error is None]
+        if logged:
+            if logged[0].arguments != claim.parameters:
+                notes.append(
+                    f"claimed {tool}({json.dumps(claim.parameters)}) differs from the call the server "
+                    f"recorded ({json.dumps(logged[0].arguments)}); the recorded call stands"
+                )
+            continue
+        observation = episode.call(tool, claim.parameters, origin="code", call_id=claim.tool_call_id)
+        outcome = "accepted" if observation.ok else f"refused: {observation.error}"
+        notes.append(
+            f"the miner returned {tool}({json.dumps(claim.parameters)}) without calling it through the "
+            f"tool server; replayed on the episode with origin 'code' ({outcome})"
+        )
+    return notes
+
+
+# -- the agent -------------------------------------------------------------------------------------
+class FileAgent(Agent):
+    kind = "file"
+
+    def __init__(
+        self,
+        path: Path,
+        source: bytes,
+        *,
+        timeout_s: float,
+        memory_mb: int | None,
+        cpu_s: int | None,
+        python: str,
+        server: ToolServer | None,
+        open_files: int = 256,
+        file_mb: int = 64,
+    ):
+        super().__init__(name=path.stem, version=hashlib.sha256(source).hexdigest()[:12])
+        self.path = path
+        self.source = source
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self.cpu_s = cpu_s if cpu_s is not None else int(timeout_s) + 5
+        self.python = python
+        self.open_files = open_files
+        self.file_mb = file_mb
+        self._server = server
+        self._own_server = server is None
+        self._server_lock = threading.Lock()
+
+    def server(self) -> ToolServer:
+        """The tool server the miner talks to: the one given, or one this agent starts and owns."""
+        with self._server_lock:
+            if self._server is None:
+                self._server = ToolServer()
+            if not self._server.running:
+                self._server.start()
+            return self._server
+
+    def close(self) -> None:
+        with self._server_lock:
+            if self._own_server and self._server is not None:
+                self._server.stop()
+                self._server = None
+
+    def run(self, episode: Episode, view: ProblemView) -> AgentRun:
+        server = self.server()
+        workdir = Path(tempfile.mkdtemp(prefix="shoparena-miner-"))
+        try:
+            token = server.register(episode, ttl_s=self.timeout_s + 30)
+            try:
+                outcome = self._run_process(workdir, server.url, token, view)
+            finally:
+                server.revoke(token)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return self._to_run(episode, outcome)
+
+    # -- process -------------------------------------------------------------------------------
+    def _run_process(self, workdir: Path, url: str, token: str, view: ProblemView) -> _ProcessOutcome:
+        os.chmod(workdir, 0o700)
+        miner_name = f"{self.name}.py" if self.name.isidentifier() else "miner.py"
+        (workdir / miner_name).write_bytes(self.source)
+        shutil.copyfile(RUNNER_SOURCE, workdir / RUNNER_NAME)
+        shutil.copyfile(SDK_SOURCE, workdir / SDK_NAME)
+        limits = {
+            "memory_bytes": self.memory_mb << 20 if self.memory_mb else None,
+            "cpu_s": self.cpu_s,
+            "file_bytes": self.file_mb << 20,
+            "open_files": self.open_files,
+        }
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(workdir),
+            "TMPDIR": str(workdir),
+            "LANG": "C.UTF-8",
+            "SHOPARENA_TOOL_URL": url,
+            "SHOPARENA_SESSION": token,
+        }
+        with tempfile.TemporaryFile() as result_file:
+            fd = result_file.fileno()
+            command = [self.python, "-I", RUNNER_NAME, miner_name, str(fd), json.dumps(limits)]
+            started = time.monotonic()
+            process = subprocess.Popen(
+                command,
+                cwd=workdir,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(fd,),
+                start_new_session=True,
+            )
+            stderr_tail: deque[bytes] = deque()
+            reader = threading.Thread(target=_keep_tail, args=(process.stderr, stderr_tail), daemon=True)
+            reader.start()
+            try:
+                process.stdin.write(view.model_dump_json().encode())
+                process.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass  # it died before reading; the exit status says why
+            timed_out = not _wait_unreaped(process.pid, self.timeout_s)
+            _kill_group(process.pid)  # the leader is still a zombie here, so its group id is not reused
+            returncode = process.wait()
+            reader.join(timeout=2)
+            wall_s = time.monotonic() - started
+            result_file.seek(0)
+            data = result_file.read(MAX_RESULT_BYTES + 1)
+        return _ProcessOutcome(
+            timed_out=timed_out,
+            returncode=returncode,
+            wall_s=wall_s,
+            result=data,
+            stderr=b"".join(stderr_tail)[-STDERR_TAIL_BYTES:].decode("utf-8", "replace"),
+        )
+
+    def _to_run(self, episode: Episode, outcome: _ProcessOutcome) -> AgentRun:
+        tail = (
+            f"\n--- stderr (last {STDERR_TAIL_BYTES} bytes) ---\n{outcome.stderr}" if outcome.stderr else ""
+        )
+        if outcome.timed_out:
+            return AgentRun(
+                error=f"timeout: agent_main did not return within {self.timeout_s:g} s; the miner's "
+                f"process group was killed{tail}"[-MAX_ERROR_CHARS:]
+            )
+        if len(outcome.result) > MAX_RESULT_BYTES:
+            return AgentRun(error=f"agent_main returned more than {MAX_RESULT_BYTES >> 20} MiB of steps")
+        try:
+            envelope = json.loads(outcome.result) if outcome.result else None
+        except ValueError:
+            envelope = None
+        if not isinstance(envelope, dict):
+            return AgentRun(
+                error=f"the miner process ended without returning a result ({_exit_text(outcome.returncode)})"
+                f"{tail}"[-MAX_ERROR_CHARS:]
+            )
+        if not envelope.get("ok"):
+            detail = envelope.get("traceback") or envelope.get("error") or "unknown error"
+            return AgentRun(
+                error=f"agent_main failed: {envelope.get('error')}\n{detail}{tail}"[-MAX_ERROR_CHARS:]
+            )
+        raw = envelope.get("steps")
+        outputs = raw if isinstance(raw, list) else [raw]
+        try:
+            steps = parse_steps(raw)
+        except StepFormatError as exc:
+            return AgentRun(error=f"agent_main returned malformed steps: {exc}", model_outputs=outputs)
+        return AgentRun(model_outputs=outputs, notes=replay_claimed_ending(episode, steps))
+
+
+class _ProcessOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    timed_out: bool
+    returncode: int
+    wall_s: float
+    result: bytes
+    stderr: str
+
+
+def _keep_tail(stream: Any, tail: deque[bytes]) -> None:
+    """Drain a pipe, keeping only its last bytes: a miner printing without end must not block or bloat."""
+    kept = 0
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        tail.append(chunk)
+        kept += len(chunk)
+        while kept - len(tail[0]) >= STDERR_TAIL_BYTES:
+            kept -= len(tail.popleft())
+    stream.close()
+
+
+def _wait_unreaped(pid: int, timeout_s: float) -> bool:
+    """Wait for the process to exit without reaping it; False on timeout."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.002
+    while True:
+        try:
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        if info is not None:
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, 0.05)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _exit_text(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def _check_source(path: Path, source: bytes) -> None:
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise AgentSpecError(f"miner file {path}: line {exc.lineno}: {exc.msg}") from None
+    bound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Assign):
+            bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    if "agent_main" not in bound:
+        raise AgentSpecError(f"miner file {path}: defines no top-level agent_main(problem_data)")
+
+
+def make_file_agent(
+    target: str,
+    *,
+    timeout_s: float = 300.0,
+    memory_mb: int | None = 2048,
+    cpu_s: int | None = None,
+    python: str = sys.executable,
+    server: ToolServer | None = None,
+    **options: Any,
+) -> FileAgent:
+    """A miner-file agent for `target` (a .py file). Pass `server` to share one tool server across
+    agents (the arena's); otherwise the agent starts its own on first use and stops it in `close()`.
+    `cpu_s` defaults to the timeout plus 5 s; `memory_mb=None` leaves the address space unlimited."""
+    if options:
+        raise AgentSpecError(f"file agent: unknown option(s) {', '.join(sorted(options))}")
+    path = Path(target).expanduser().resolve()
+    if not path.is_file():
+        raise AgentSpecError(f"miner file {target!r} does not exist (file:PATH names a .py file)")
+    if timeout_s <= 0:
+        raise AgentSpecError(f"file agent: timeout_s must be positive, got {timeout_s}")
+    source = path.read_bytes()
+    _check_source(path, source)
+    return FileAgent(
+        path, source, timeout_s=timeout_s, memory_mb=memory_mb, cpu_s=cpu_s, python=python, server=server
+    )
