@@ -64,6 +64,8 @@ class AgentRun(BaseModel):
     """Why the agent stopped abnormally (crash, timeout, bad output); None when it finished."""
     model_outputs: list[Any] = Field(default_factory=list)
     """Raw model outputs in order (assistant messages or text), for debugging and the judge."""
+    notes: list[str] = Field(default_factory=list)
+    """What the agent wrapper did besides running the agent (e.g. replaying a claimed call), for audit."""
 
 
 class Agent(ABC):
