@@ -1,0 +1,562 @@
+"""Where episodes run: in this process, in a local process pool, or as Ray actors — the same work each way.
+
+A worker opens the catalogue and builds the agent once, then runs many episodes; loading a model or a
+100k-product index per episode would dominate the run. The parent only hands out (problem, sample)
+tasks and collects `EpisodeResult`s; it scores and writes them itself (one writer, one scorer).
+
+Timeouts are enforced twice. Inside the worker a SIGALRM deadline interrupts the agent (raising a
+`BaseException`, so an agent's own `except Exception` cannot swallow it) and the partial trace is kept.
+A worker stuck where signals do not reach (a blocking C call) is killed by the parent after a grace
+period and replaced; its episode is recorded as a timeout all the same.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from multiprocessing.connection import Connection, wait
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, TokenUsage, make_agent
+from shoparena.harness.episode import Episode, load_shops
+from shoparena.harness.models import CallRecord
+from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, tool_schemas
+from shoparena.problems.models import Problem
+
+ExecutorKind = Literal["process", "ray", "inline"]
+EXECUTORS: tuple[str, ...] = ("process", "ray", "inline")
+TIMEOUT_ERROR = "timeout"
+KILL_GRACE_S = 5.0
+"""How long past the deadline the parent waits for a worker's own alarm before it kills the worker."""
+
+
+class RunnerError(RuntimeError):
+    """A run that cannot start or go on (bad agent spec, unusable run directory, missing engine)."""
+
+
+class EpisodeTimeout(BaseException):
+    """Raised inside the agent when its episode runs past the deadline."""
+
+
+class WorkerConfig(BaseModel):
+    """Everything a worker needs to build its catalogue and agent (picklable, sent once per worker)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    catalog_dir: str
+    agent_spec: str
+    agent_options: dict[str, Any] = Field(default_factory=dict)
+    profile: str = "oro7"
+    protocol: str = "openai"
+    step_cap: int | None = None
+    episode_timeout_s: float | None = None
+    kill_grace_s: float = KILL_GRACE_S
+    agent_kinds: dict[str, str] = Field(default_factory=dict)
+    """The parent's agent registry: kinds registered there (plugins, test doubles) exist in workers too."""
+
+
+class EpisodeTask(BaseModel):
+    """One (problem, sample) pair to run; `index` is the problem's 0-based position in the problems file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    sample: int
+    problem: Problem
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.problem.problem_id or "", self.sample
+
+
+class AgentIdentity(BaseModel):
+    agent_id: str
+    kind: str
+    name: str
+    version: str
+    protocol: str
+
+
+class EpisodeResult(BaseModel):
+    """What a worker sends back: the episode as the harness recorded it, plus the agent's report."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    sample: int
+    problem_id: str
+    agent: AgentIdentity
+    protocol: str
+    step_cap: int
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    calls: list[CallRecord] = Field(default_factory=list)
+    recommended_product_ids: list[str] | None = None
+    terminated: str | None = None
+    steps_used: int = 0
+    end_reason: str | None = None
+    error: str | None = None
+    format_ok: bool | None = None
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    started_at: str
+    wall_s: float
+    tool_s: float = 0.0
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def protocol_name(agent: Agent, requested: str) -> str:
+    """The protocol an agent actually speaks (an agent may pin its own), else the one requested."""
+    value = getattr(agent, "protocol", None)
+    if isinstance(value, str) and value:
+        return value
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) and name else requested
+
+
+def _can_alarm() -> bool:
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def deadline(seconds: float | None):
+    """Raise `EpisodeTimeout` in this (main) thread after `seconds`; a no-op where signals are unavailable."""
+    if not seconds or not _can_alarm():
+        yield
+        return
+
+    def _expire(signum, frame):
+        raise EpisodeTimeout()
+
+    previous = signal.signal(signal.SIGALRM, _expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def failed_result(task: EpisodeTask, config: WorkerConfig, agent: AgentIdentity, error: str) -> EpisodeResult:
+    """The record of an episode that produced nothing usable (a killed or crashed worker)."""
+    return EpisodeResult(
+        index=task.index,
+        sample=task.sample,
+        problem_id=task.problem.problem_id or "",
+        agent=agent,
+        protocol=agent.protocol,
+        step_cap=config.step_cap or DEFAULT_STEP_CAPS.get(config.profile, 0),
+        error=error,
+        started_at=_now(),
+        wall_s=0.0,
+        end_reason=f"agent error: {error}",
+    )
+
+
+class EpisodeWorker:
+    """One catalogue and one agent, reused for every episode this worker runs."""
+
+    def __init__(self, config: WorkerConfig):
+        from shoparena.index.catalog_dir import open_catalog
+
+        self.config = config
+        AGENT_KINDS.update(config.agent_kinds)
+        self.backend = open_catalog(config.catalog_dir)
+        self.shops = load_shops(config.catalog_dir)
+        try:
+            self.agent = make_agent(config.agent_spec, **config.agent_options)
+        except BaseException:
+            self.backend.close()
+            raise
+        self.identity = AgentIdentity(
+            agent_id=self.agent.agent_id,
+            kind=self.agent.kind,
+            name=self.agent.name,
+            version=str(self.agent.version),
+            protocol=protocol_name(self.agent, config.protocol),
+        )
+
+    def _system_prompt(self, episode_tools: list[dict]) -> str | None:
+        """An agent that wants its system prompt in the recorded trace exposes `system_prompt_for(tools)`."""
+        hook = getattr(self.agent, "system_prompt_for", None)
+        return hook(episode_tools) if callable(hook) else None
+
+    def run(self, task: EpisodeTask) -> EpisodeResult:
+        config = self.config
+        problem = task.problem
+        started_at = _now()
+        started = time.perf_counter()
+        episode = Episode.for_problem(
+            problem,
+            self.backend,
+            profile=config.profile,
+            step_cap=config.step_cap,
+            shops=self.shops,
+            system_prompt=self._system_prompt(tool_schemas(config.profile)),
+        )
+        error: str | None = None
+        agent_run = AgentRun()
+        try:
+            with deadline(config.episode_timeout_s):
+                agent_run = self.agent.run(episode, ProblemView.of(problem))
+        except EpisodeTimeout:
+            error = TIMEOUT_ERROR
+        except Exception as exc:  # an agent that raises anyway: its episode fails, the worker goes on
+            error = f"agent crashed: {type(exc).__name__}: {exc}"
+            tail = traceback.format_exc(limit=3).strip().splitlines()[-1:]
+            if tail and tail[0] not in error:
+                error += f" ({tail[0]})"
+        wall = time.perf_counter() - started
+        if error is None and config.episode_timeout_s and wall > config.episode_timeout_s:
+            error = TIMEOUT_ERROR  # no alarm here (not the main thread): judged after the fact
+        if error is None:
+            error = agent_run.error
+        turns = episode.turns
+        calls = episode.calls
+        return EpisodeResult(
+            index=task.index,
+            sample=task.sample,
+            problem_id=problem.problem_id or "",
+            agent=self.identity,
+            protocol=self.identity.protocol,
+            step_cap=episode.step_cap,
+            messages=episode.messages,
+            tools=episode.tools,
+            calls=calls,
+            recommended_product_ids=episode.recommended_product_ids,
+            terminated=episode.terminated,
+            steps_used=episode.steps_used,
+            end_reason=episode.end_reason or (f"agent error: {error}" if error else "agent returned"),
+            error=error,
+            format_ok=(not any(t.format_errors for t in turns)) if turns else None,
+            usage=agent_run.usage,
+            started_at=started_at,
+            wall_s=wall,
+            tool_s=sum(c.latency_s for c in calls),
+        )
+
+    def close(self) -> None:
+        try:
+            self.agent.close()
+        finally:
+            self.backend.close()
+
+
+# -- executors ------------------------------------------------------------------------------------
+
+
+class Executor:
+    """Runs tasks and yields results as they finish (any order). `identity` is known after `start`."""
+
+    identity: AgentIdentity | None = None
+
+    def start(self) -> AgentIdentity:
+        raise NotImplementedError
+
+    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeResult]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _build_error(config: WorkerConfig, exc: BaseException) -> RunnerError:
+    return RunnerError(f"agent {config.agent_spec!r} could not be built: {type(exc).__name__}: {exc}")
+
+
+class InlineExecutor(Executor):
+    """Episodes one after another in this process: for debugging, tests and one-core machines."""
+
+    def __init__(self, config: WorkerConfig):
+        self.config = config
+        self.worker: EpisodeWorker | None = None
+
+    def start(self) -> AgentIdentity:
+        try:
+            self.worker = EpisodeWorker(self.config)
+        except Exception as exc:
+            raise _build_error(self.config, exc) from exc
+        self.identity = self.worker.identity
+        return self.identity
+
+    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeResult]:
+        assert self.worker is not None, "start() first"
+        for task in tasks:
+            yield self.worker.run(task)
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
+def _worker_main(config: WorkerConfig, conn: Connection) -> None:
+    """A pool worker: build once, then answer one task at a time until told to stop (None)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    try:
+        worker = EpisodeWorker(config)
+    except BaseException as exc:
+        conn.send(("init-error", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", worker.identity))
+    try:
+        while True:
+            try:
+                task = conn.recv()
+            except EOFError:
+                break
+            if task is None:
+                break
+            conn.send(("result", worker.run(task)))
+    finally:
+        worker.close()
+
+
+class _Slot:
+    """One pool process and the task it holds."""
+
+    def __init__(self, process, conn: Connection):
+        self.process = process
+        self.conn = conn
+        self.task: EpisodeTask | None = None
+        self.since = 0.0
+
+
+class ProcessExecutor(Executor):
+    """A local pool of `workers` processes; a hung or dead worker is replaced, its episode recorded failed."""
+
+    def __init__(self, config: WorkerConfig, workers: int = 2, start_method: str | None = None):
+        if workers < 1:
+            raise RunnerError(f"workers must be at least 1, got {workers}")
+        self.config = config
+        self.workers = workers
+        method = start_method or os.environ.get("SHOPARENA_MP_START", "forkserver")
+        if method not in multiprocessing.get_all_start_methods():
+            method = "spawn"
+        self.context = multiprocessing.get_context(method)
+        self.slots: list[_Slot] = []
+        self.replaced = 0
+
+    def _spawn(self) -> _Slot:
+        parent, child = self.context.Pipe()
+        process = self.context.Process(target=_worker_main, args=(self.config, child), daemon=True)
+        process.start()
+        child.close()
+        slot = _Slot(process, parent)
+        try:
+            kind, payload = parent.recv()
+        except EOFError as exc:
+            process.join(1)
+            raise RunnerError(
+                f"an eval worker died while starting (exit code {process.exitcode}); "
+                "try --executor inline to see the error"
+            ) from exc
+        if kind == "init-error":
+            process.join(5)
+            raise RunnerError(f"agent {self.config.agent_spec!r} could not be built: {payload}")
+        self.identity = payload
+        return slot
+
+    def start(self) -> AgentIdentity:
+        self.slots = [self._spawn() for _ in range(self.workers)]
+        assert self.identity is not None
+        return self.identity
+
+    def _kill(self, slot: _Slot) -> None:
+        slot.process.kill()
+        slot.process.join(5)
+        slot.conn.close()
+
+    def _replace(self, slot: _Slot) -> _Slot:
+        self._kill(slot)
+        self.replaced += 1
+        fresh = self._spawn()
+        self.slots[self.slots.index(slot)] = fresh
+        return fresh
+
+    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeResult]:
+        pending = iter(tasks)
+        exhausted = False
+        timeout = self.config.episode_timeout_s
+        assert self.identity is not None, "start() first"
+
+        def feed(slot: _Slot) -> None:
+            nonlocal exhausted
+            if exhausted:
+                return
+            task = next(pending, None)
+            if task is None:
+                exhausted = True
+                return
+            slot.task, slot.since = task, time.monotonic()
+            slot.conn.send(task)
+
+        for slot in list(self.slots):
+            feed(slot)
+        while any(slot.task is not None for slot in self.slots):
+            busy = {slot.conn: slot for slot in self.slots if slot.task is not None}
+            for conn in wait(list(busy), timeout=0.25):
+                slot = busy[conn]
+                task = slot.task
+                assert task is not None
+                try:
+                    _kind, payload = conn.recv()
+                except (EOFError, OSError):
+                    code = slot.process.exitcode
+                    slot.task = None
+                    yield failed_result(
+                        task, self.config, self.identity, f"worker crashed (exit code {code})"
+                    )
+                    feed(self._replace(slot))
+                    continue
+                slot.task = None
+                yield payload
+                feed(slot)
+            if timeout:
+                now = time.monotonic()
+                for slot in list(self.slots):
+                    if slot.task is not None and now - slot.since > timeout + self.config.kill_grace_s:
+                        task, slot.task = slot.task, None
+                        yield failed_result(task, self.config, self.identity, TIMEOUT_ERROR)
+                        feed(self._replace(slot))
+
+    def close(self) -> None:
+        for slot in self.slots:
+            with suppress(OSError, BrokenPipeError):
+                slot.conn.send(None)
+        for slot in self.slots:
+            slot.process.join(5)
+            if slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join(1)
+            slot.conn.close()
+        self.slots = []
+
+
+class _RayWorker:
+    """The Ray actor body: the same `EpisodeWorker`, one per actor."""
+
+    def __init__(self, config: WorkerConfig):
+        self.worker = EpisodeWorker(config)
+
+    def identity(self) -> AgentIdentity:
+        return self.worker.identity
+
+    def run(self, task: EpisodeTask) -> EpisodeResult:
+        return self.worker.run(task)
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise RunnerError(
+            "--executor ray needs Ray: pip install 'shoparena[scale]' (or pip install ray); "
+            "or use --executor process"
+        ) from exc
+    return ray
+
+
+class RayExecutor(Executor):
+    """`workers` Ray actors (on the cluster at RAY_ADDRESS, or a local one) running the same episodes.
+
+    The catalogue directory must be readable at the same path on every node (a shared volume).
+    """
+
+    def __init__(self, config: WorkerConfig, workers: int = 2, address: str | None = None):
+        self.ray = import_ray()
+        self.config = config
+        self.workers = workers
+        self.address = address or os.environ.get("RAY_ADDRESS")
+        self.actors: list[Any] = []
+        self.replaced = 0
+        self._started_ray = False
+
+    def _actor(self):
+        actor = self._remote.remote(self.config)
+        try:
+            self.identity = self.ray.get(actor.identity.remote())
+        except Exception as exc:
+            raise RunnerError(f"agent {self.config.agent_spec!r} could not be built on Ray: {exc}") from exc
+        return actor
+
+    def start(self) -> AgentIdentity:
+        ray = self.ray
+        if not ray.is_initialized():
+            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False)
+            self._started_ray = True
+        self._remote = ray.remote(num_cpus=1, max_restarts=0)(_RayWorker)
+        self.actors = [self._actor() for _ in range(self.workers)]
+        assert self.identity is not None
+        return self.identity
+
+    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeResult]:
+        ray = self.ray
+        pending = iter(tasks)
+        timeout = self.config.episode_timeout_s
+        in_flight: dict[Any, tuple[int, EpisodeTask, float]] = {}
+
+        def feed(position: int) -> None:
+            task = next(pending, None)
+            if task is not None:
+                ref = self.actors[position].run.remote(task)
+                in_flight[ref] = (position, task, time.monotonic())
+
+        for position in range(len(self.actors)):
+            feed(position)
+        while in_flight:
+            done, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.25)
+            for ref in done:
+                position, task, _since = in_flight.pop(ref)
+                try:
+                    yield ray.get(ref)
+                except Exception as exc:  # the actor died: replace it, the episode fails
+                    yield failed_result(task, self.config, self.identity, f"worker crashed: {exc}")
+                    self.actors[position] = self._actor()
+                    self.replaced += 1
+                feed(position)
+            if timeout:
+                now = time.monotonic()
+                for ref, (position, task, since) in list(in_flight.items()):
+                    if now - since > timeout + self.config.kill_grace_s:
+                        in_flight.pop(ref)
+                        ray.kill(self.actors[position])
+                        self.actors[position] = self._actor()
+                        self.replaced += 1
+                        yield failed_result(task, self.config, self.identity, TIMEOUT_ERROR)
+                        feed(position)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            with suppress(Exception):
+                self.ray.kill(actor)
+        self.actors = []
+        if self._started_ray:
+            self.ray.shutdown()
+
+
+def make_executor(kind: str, config: WorkerConfig, workers: int = 1) -> Executor:
+    if kind == "inline":
+        return InlineExecutor(config)
+    if kind == "process":
+        return ProcessExecutor(config, workers)
+    if kind == "ray":
+        return RayExecutor(config, workers)
+    raise RunnerError(f"unknown executor {kind!r}; use one of {', '.join(EXECUTORS)}")
