@@ -1,0 +1,1 @@
+"""Parts of the model-free reference agents: query understanding, candidate matching, the shared policy."""
