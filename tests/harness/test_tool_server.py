@@ -1,0 +1,235 @@
+"""The HTTP tool server against real episodes over loopback, with a plain HTTP client (not the miner SDK)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from shoparena.harness import Episode, jsontext
+from shoparena.harness.tool_server import ToolServer
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ToolServer() as running:
+        yield running
+
+
+@pytest.fixture
+def session(server, backend, shops):
+    episode = Episode(backend, "a test query", profile="full", shops=shops, step_cap=500)
+    with server.session(episode) as token:
+        yield episode, token
+
+
+def request(server, method, path, body=None, token=None, headers=None):
+    """One request on a fresh connection; returns (status, decoded JSON body)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    sent = dict(headers or {})
+    if token is not None:
+        sent.setdefault("Authorization", f"Bearer {token}")
+    if body is not None and not isinstance(body, bytes):
+        body = json.dumps(body).encode()
+    try:
+        connection.request(method, path, body=body, headers=sent)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def test_lists_the_profile_tools_with_either_token_header(server, session):
+    episode, token = session
+    status, body = request(server, "GET", "/v1/tools", token=token)
+    assert status == 200 and body["tools"] == episode.tools and body["profile"] == "full"
+    status, body = request(server, "GET", "/v1/tools", headers={"X-Session": token})
+    assert status == 200 and [t["function"]["name"] for t in body["tools"]] == list(episode.tool_names)
+    assert request(server, "GET", "/v1/health") == (200, {"ok": True})
+
+
+def test_a_call_is_recorded_with_its_origin_and_answers_like_the_episode(server, session, products):
+    episode, token = session
+    title_words = " ".join(products[0]["title"].split()[:3])
+    status, body = request(
+        server, "POST", "/v1/tools/find_product", {"q": title_words, "origin": "llm"}, token
+    )
+    assert status == 200 and body["ok"] and body["step"] == 1 and body["error"] is None
+    assert body["result"] and body["text"] == jsontext.dumps(body["result"])
+    status, body = request(
+        server,
+        "POST",
+        "/v1/tools/view_product_information",
+        {"product_ids": products[0]["product_id"]},
+        token,
+    )
+    assert status == 200 and body["step"] == 2
+    status, body = request(server, "POST", "/v1/tools/calculate_voucher", {"call_id": "mine-1"}, token)
+    assert [(c.name, c.origin, c.step) for c in episode.calls] == [
+        ("find_product", "llm", 1),
+        ("view_product_information", "code", 2),
+        ("calculate_voucher", "code", 3),
+    ]
+    assert episode.calls[0].arguments == {"q": title_words}  # reserved keys never reach the tool
+    assert body["call_id"] == "mine-1" == episode.calls[2].call_id
+    assert episode.messages[-1]["tool_call_id"] == "mine-1"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer not-a-token"}, {"X-Session": "nope"}, {"Authorization": "Basic abc"}],
+)
+def test_a_missing_or_unknown_token_is_401_and_records_nothing(server, session, headers):
+    episode, _ = session
+    for method, path in (("GET", "/v1/tools"), ("POST", "/v1/tools/find_product")):
+        body = {"q": "shoes"} if method == "POST" else None
+        status, answer = request(server, method, path, body, headers=headers)
+        assert status == 401 and not answer["ok"] and "session token" in answer["error"]
+    assert episode.calls == []
+
+
+def test_a_revoked_or_expired_session_is_401(server, backend):
+    episode = Episode(backend, "q")
+    token = server.register(episode)
+    assert request(server, "GET", "/v1/tools", token=token)[0] == 200
+    server.revoke(token)
+    status, body = request(server, "POST", "/v1/tools/find_product", {"q": "x"}, token)
+    assert status == 401 and "expired" in body["error"]
+    expired = server.register(episode, ttl_s=-1)
+    assert request(server, "GET", "/v1/tools", token=expired)[0] == 401
+    assert episode.calls == []
+
+
+def test_bad_calls_get_clear_4xx_are_recorded_and_the_episode_goes_on(server, session):
+    episode, token = session
+    status, body = request(server, "POST", "/v1/tools/buy_now", {"q": "x"}, token)
+    assert status == 404 and "unknown tool 'buy_now'" in body["error"] and body["text"].startswith("Error: ")
+    status, body = request(server, "POST", "/v1/tools/find_product", {"page": 2}, token)
+    assert status == 422 and "missing required argument 'q'" in body["error"]
+    status, body = request(server, "POST", "/v1/tools/find_product", {"q": "x", "colour": "red"}, token)
+    assert status == 422 and "unknown argument 'colour'" in body["error"]
+    status, body = request(server, "POST", "/v1/tools/find_product", b'{"q": "shoes",', token)
+    assert status == 400 and "not valid JSON" in body["error"]
+    status, body = request(server, "POST", "/v1/tools/find_product", b'["shoes"]', token)
+    assert status == 400 and "must be a JSON object" in body["error"]
+    assert [c.error is not None for c in episode.calls] == [True] * 5
+    assert episode.calls[3].raw_arguments == '{"q": "shoes",'
+    assert [c.step for c in episode.calls] == [1, 2, 3, 4, 5] and not episode.ended
+
+    status, body = request(server, "POST", "/v1/tools/find_product", {"q": "shoes"}, token)
+    assert status == 200 and body["ok"] and body["step"] == 6
+
+
+def test_tool_refusals_are_200_and_an_ended_episode_is_409(server, session):
+    episode, token = session
+    assert request(server, "POST", "/v1/tools/recommend_product", {"product_ids": "1,2"}, token)[0] == 200
+    status, body = request(server, "POST", "/v1/tools/recommend_product", {"product_ids": "3"}, token)
+    assert status == 200 and not body["ok"] and "already called" in body["error"]
+    status, body = request(server, "POST", "/v1/tools/terminate", {"status": "success"}, token)
+    assert status == 200 and body["ended"]
+    status, body = request(server, "POST", "/v1/tools/find_product", {"q": "shoes"}, token)
+    assert status == 409 and "episode has ended" in body["error"]
+    assert episode.recommended_product_ids == ["1", "2"] and episode.calls[-1].counted is False
+
+
+def test_transport_errors_record_no_call(server, session):
+    episode, token = session
+    status, body = request(server, "POST", "/v1/tools/find_product", {"q": "x", "origin": "model"}, token)
+    assert status == 400 and "origin must be one of llm, code" in body["error"]
+    status, body = request(server, "POST", "/v1/tools/find_product", {"q": "x", "call_id": 5}, token)
+    assert status == 400 and "call_id must be a string" in body["error"]
+    assert request(server, "POST", "/v2/anything", {}, token)[0] == 404
+    assert request(server, "GET", "/v1/tools/find_product", token=token)[0] == 404
+    assert episode.calls == []
+
+
+def test_a_body_over_the_limit_is_413_and_not_a_call(backend):
+    episode = Episode(backend, "q")
+    with ToolServer(max_body_bytes=100) as small, small.session(episode) as token:
+        status, body = request(small, "POST", "/v1/tools/find_product", b" " * 101, token)
+        assert status == 413 and "101 bytes exceeds the limit of 100 bytes" in body["error"]
+        assert episode.calls == []
+        status, body = request(small, "POST", "/v1/tools/find_product", b" " * 100, token)
+        assert status == 422 and "missing required argument 'q'" in body["error"]  # at the limit: a call
+        assert len(episode.calls) == 1
+
+
+def test_concurrent_calls_on_one_episode_are_serialised(server, session, products):
+    episode, token = session
+    queries = [" ".join(p["title"].split()[:2]) for p in products[:40]]
+
+    def call(query):
+        return request(server, "POST", "/v1/tools/find_product", {"q": query}, token)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(call, queries))
+    assert all(status == 200 and body["ok"] for status, body in answers)
+    assert sorted(body["step"] for _, body in answers) == list(range(1, 41))
+    assert len({body["call_id"] for _, body in answers}) == 40
+    by_id = {c.call_id: c for c in episode.calls}
+    for query, (_, body) in zip(queries, answers, strict=True):
+        assert by_id[body["call_id"]].arguments == {"q": query}
+        assert by_id[body["call_id"]].step == body["step"]
+    assert episode.steps_used == 40
+
+
+def test_concurrent_sessions_stay_apart(server, backend):
+    episodes = [Episode(backend, f"query {i}") for i in range(4)]
+    tokens = [server.register(e) for e in episodes]
+    barrier = threading.Barrier(4)
+
+    def drive(index):
+        barrier.wait()
+        for _ in range(5):
+            request(server, "POST", "/v1/tools/find_product", {"q": f"item {index}"}, tokens[index])
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(drive, range(4)))
+    for index, episode in enumerate(episodes):
+        assert [c.arguments for c in episode.calls] == [{"q": f"item {index}"}] * 5
+        server.revoke(tokens[index])
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+    max_leaves=8,
+)
+TOOL_NAMES = st.sampled_from(
+    ["find_product", "view_product_information", "recommend_product", "terminate", "check_product_match"]
+    + ["calculate_voucher", "no_such_tool", "view_shop_information"]
+)
+ARGUMENT_OBJECTS = st.dictionaries(
+    st.sampled_from(["q", "page", "product_ids", "status", "price", "requirements", "product_id", "x"]),
+    JSON_VALUES,
+    max_size=3,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=TOOL_NAMES, body=ARGUMENT_OBJECTS | JSON_VALUES | st.binary(max_size=30))
+def test_any_body_gets_the_observation_the_episode_itself_gives(server, backend, shops, name, body):
+    """Over HTTP or in process, the same input yields the same observation and the same log entry."""
+    remote = Episode(backend, "q", profile="oro7", shops=shops)
+    local = Episode(backend, "q", profile="oro7", shops=shops)
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        decoded = jsontext.loads(text) if text.strip() else {}
+    except ValueError:
+        decoded = None
+    assume(not (isinstance(decoded, dict) and {"origin", "call_id"} & decoded.keys()))  # transport keys
+    with server.session(remote) as token:
+        status, answer = request(server, "POST", f"/v1/tools/{name}", raw, token)
+    expected = local.call(name, decoded if isinstance(decoded, dict) else text, origin="code")
+    assert status in (200, 400, 404, 422)
+    assert (answer["ok"], answer["error"], answer["text"]) == (expected.ok, expected.error, expected.text)
+    assert status == 200 or not answer["ok"]
+    assert remote.calls[0].model_dump(exclude={"latency_s"}) == local.calls[0].model_dump(
+        exclude={"latency_s"}
+    )
