@@ -1,0 +1,63 @@
+"""Judge qualities → q, the coefficient and the arena's final score (SPEC §4).
+
+The arithmetic itself lives in `scoring.metrics` (`judge_coefficient`, `arena_final_score`); this module
+only turns verdicts into q. Qualities are multiples of 0.1, so the mean is rounded to 9 places: a
+float sum like 0.7 + 0.9 + … must not put q a hair under 0.8 and cost full credit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoparena.agents.trajectory import JudgeVerdict
+from shoparena.judge.gates import GATES, PASSED
+from shoparena.scoring.metrics import arena_final_score, judge_coefficient
+
+
+def mean_quality(verdicts: Iterable[JudgeVerdict | None]) -> float | None:
+    """q over the judged problems (None verdicts are unjudged and left out); None when none was judged."""
+    qualities = [v.quality for v in verdicts if v is not None]
+    if not qualities:
+        return None
+    return round(sum(qualities) / len(qualities), 9)
+
+
+class JudgeSummary(BaseModel):
+    """What `eval` and `judge` report about a run's judging."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judged: int
+    unjudged: int
+    q: float | None
+    coeff: float | None
+    gate_distribution: dict[str, int] = Field(default_factory=dict)
+    """first failing gate (or passed) → count, every gate listed."""
+    quality_distribution: dict[str, int] = Field(default_factory=dict)
+    final_score: float | None = None
+    """success_rate × coeff, when a success rate was given."""
+
+
+def summarize_verdicts(
+    verdicts: Iterable[JudgeVerdict | None], success_rate: float | None = None
+) -> JudgeSummary:
+    verdicts = list(verdicts)
+    judged = [v for v in verdicts if v is not None]
+    q = mean_quality(judged)
+    coeff = judge_coefficient(q) if q is not None else None
+    gates = Counter(v.gate for v in judged)
+    qualities = Counter(f"{v.quality:.1f}" for v in judged)
+    return JudgeSummary(
+        judged=len(judged),
+        unjudged=len(verdicts) - len(judged),
+        q=q,
+        coeff=coeff,
+        gate_distribution={gate: gates.get(gate, 0) for gate in (*GATES, PASSED)},
+        quality_distribution={f"{x:.1f}": qualities.get(f"{x:.1f}", 0) for x in (0.1, 0.3, 0.5, 0.7, 0.9)},
+        final_score=arena_final_score(success_rate, q)
+        if q is not None and success_rate is not None
+        else None,
+    )
