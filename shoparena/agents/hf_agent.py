@@ -1,0 +1,219 @@
+"""An agent over a local Hugging Face causal LM: the checkpoints the training stages produce (SPEC §9).
+
+The prompt is the checkpoint's own chat template, so the model sees exactly the format it was trained
+on: with protocol `qwen` and a template that renders tools (Qwen3's does), the tool schemas and the
+`tool` results go through the template; otherwise the protocol writes them into the messages. The
+output is parsed by the harness protocol like any other model's. torch and transformers are imported
+only when an agent is built, so the rest of shoparena runs without them (extra `hf`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from shoparena.agents.base import Agent, AgentRun, ProblemView
+from shoparena.agents.chat_loop import (
+    DEFAULT_SYSTEM_PROMPT,
+    ChatLoop,
+    Completion,
+    ModelError,
+    resolve_protocol,
+)
+from shoparena.harness.episode import Episode
+
+TEXT_PROTOCOLS = ("qwen", "qwen3", "tags", "upstream")
+
+
+class Generation(BaseModel):
+    """One generate call: the new text and its token counts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+
+
+def template_renders_tools(chat_template: Any) -> bool:
+    """Whether a chat template reads the `tools` variable (Qwen3, Llama 3.1, Mistral … do)."""
+    if isinstance(chat_template, dict):
+        chat_template = chat_template.get("tool_use") or chat_template.get("default") or ""
+    return isinstance(chat_template, str) and "tools" in chat_template
+
+
+def pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"hf agent: device {device!r} asked for but torch sees no CUDA device")
+    return device
+
+
+class HFAgent(Agent):
+    """Generates with `transformers` on CPU or GPU; one `generate` per turn, no batching across problems."""
+
+    kind = "hf"
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        device: str = "auto",
+        protocol: str = "qwen",
+        max_new_tokens: int = 2048,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        dtype: str = "auto",
+        enable_thinking: bool | None = None,
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        max_turns: int | None = None,
+        trust_remote_code: bool = False,
+        version: str = "0",
+    ):
+        if protocol not in TEXT_PROTOCOLS:
+            raise ValueError(
+                f"hf agent: protocol {protocol!r} is not a text protocol; a local model writes text, "
+                "use qwen or tags"
+            )
+        if max_new_tokens < 1:
+            raise ValueError(f"hf agent: max_new_tokens must be at least 1, got {max_new_tokens}")
+        super().__init__(Path(path).name or path, version)
+        self.path = path
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.seed = seed
+        self.template_kwargs: dict[str, Any] = {}
+        if enable_thinking is not None:
+            self.template_kwargs["enable_thinking"] = enable_thinking
+        self.device = pick_device(device)
+        self.tokenizer, self.model = self._load(path, dtype, trust_remote_code)
+        if not self.tokenizer.chat_template:
+            raise ValueError(
+                f"hf agent: {path} has no chat template (tokenizer_config.json / chat_template.jinja)"
+            )
+        self.eos_token_ids = self._eos_token_ids()
+        self.context_length = getattr(self.model.config, "max_position_embeddings", None)
+        via_template = resolve_protocol(protocol).name == "qwen3" and template_renders_tools(
+            self.tokenizer.chat_template
+        )
+        self.loop = ChatLoop(
+            self.complete,
+            protocol,
+            tools_via="api" if via_template else "prompt",
+            system_prompt=system_prompt,
+            max_turns=max_turns,
+        )
+
+    def _load(self, path: str, dtype: str, trust_remote_code: bool) -> tuple[Any, Any]:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if dtype == "auto":
+            torch_dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+        else:
+            torch_dtype = getattr(torch, dtype, None)
+            if not isinstance(torch_dtype, torch.dtype):
+                raise ValueError(f"hf agent: unknown dtype {dtype!r}; use auto, float32, bfloat16, float16")
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+            model = AutoModelForCausalLM.from_pretrained(
+                path, dtype=torch_dtype, trust_remote_code=trust_remote_code
+            )
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"hf agent: cannot load a causal LM checkpoint from {path}: {exc}") from exc
+        model.to(self.device)
+        model.eval()
+        return tokenizer, model
+
+    def _eos_token_ids(self) -> list[int]:
+        """Every id that ends a turn: the generation config's, the tokenizer's, and ChatML's <|im_end|>."""
+        ids: set[int] = set()
+        configured = getattr(self.model.generation_config, "eos_token_id", None)
+        if isinstance(configured, int):
+            ids.add(configured)
+        elif configured:
+            ids.update(configured)
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(self.tokenizer.eos_token_id)
+        im_end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        if isinstance(im_end, int) and im_end != self.tokenizer.unk_token_id:
+            ids.add(im_end)
+        return sorted(ids)
+
+    # -- one model call --------------------------------------------------------------------------
+    def render_prompt(self, messages: list[dict], tools: list[dict] | None) -> str:
+        """The prompt text for the next assistant turn, through the checkpoint's chat template."""
+        return self.tokenizer.apply_chat_template(
+            messages, tools=tools, tokenize=False, add_generation_prompt=True, **self.template_kwargs
+        )
+
+    def generate(self, prompt: str) -> Generation:
+        """Continue `prompt`; the hook a test or a faster backend replaces."""
+        import torch
+
+        encoded = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+        prompt_tokens = int(encoded["input_ids"].shape[1])
+        if self.context_length and prompt_tokens >= self.context_length:
+            raise ModelError(
+                f"the prompt has {prompt_tokens} tokens; {self.path} takes at most {self.context_length}"
+            )
+        max_new = self.max_new_tokens
+        if self.context_length:
+            max_new = min(max_new, self.context_length - prompt_tokens)
+        options: dict[str, Any] = {"max_new_tokens": max_new, "do_sample": self.temperature > 0}
+        if self.temperature > 0:
+            options.update(temperature=self.temperature, top_p=self.top_p)
+        pad = self.tokenizer.pad_token_id
+        with torch.inference_mode():
+            output = self.model.generate(
+                **{k: v.to(self.device) for k, v in encoded.items()},
+                eos_token_id=self.eos_token_ids,
+                pad_token_id=pad if pad is not None else self.eos_token_ids[0],
+                **options,
+            )
+        new_ids = output[0, prompt_tokens:].tolist()
+        stopped = bool(new_ids) and new_ids[-1] in self.eos_token_ids
+        return Generation(
+            text=self.tokenizer.decode(new_ids, skip_special_tokens=True),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(new_ids),
+            finish_reason="stop" if stopped else "length",
+        )
+
+    def complete(self, messages: list[dict], tools: list[dict] | None) -> Completion:
+        generation = self.generate(self.render_prompt(messages, tools))
+        return Completion(
+            output=generation.text,
+            prompt_tokens=generation.prompt_tokens,
+            completion_tokens=generation.completion_tokens,
+            finish_reason=generation.finish_reason,
+        )
+
+    def run(self, episode: Episode, view: ProblemView) -> AgentRun:
+        if self.seed is not None:
+            import torch
+
+            torch.manual_seed(self.seed)  # per episode, so a problem's sample does not depend on run order
+        return self.loop.run(episode)
+
+    def close(self) -> None:
+        import torch
+
+        self.model = None
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
+def make_hf_agent(target: str, **options: Any) -> HFAgent:
+    """`hf:PATH`: a checkpoint directory (or a hub id already in the local cache)."""
+    if not target.strip():
+        raise ValueError("hf agent: give a checkpoint path, e.g. hf:./runs/sft/final")
+    return HFAgent(target, **options)
