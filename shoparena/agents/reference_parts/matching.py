@@ -16,8 +16,18 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
-from shoparena.agents.reference_parts.query import STRUCTURE_WORDS, ItemRequest, normalise, tokens
+from shoparena.agents.reference_parts.query import (
+    STRUCTURE_WORDS,
+    ItemRequest,
+    normalise,
+    tokens,
+)
 
+TITLE_FILLER = frozenset(
+    ["fast", "delivery", "new", "original", "hot", "sale", "ready", "stock", "cod", "free", "shipping", "best", "seller", "promo", "authentic", "high", "quality", "cheap", "premium"]
+)
+"""Marketing words a user never repeats from a title: skipped when looking for the query's phrase in one."""
+_ALPHA_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 _TOKEN_SPAN = re.compile(r"[a-z0-9][a-z0-9+.\-:/]*[a-z0-9+]|[a-z0-9]")
 
 
@@ -61,6 +71,8 @@ class Fit(BaseModel):
     matched_pairs: dict[str, str]
     """Pairs whose template phrasing appears in the query: the requirements for check_product_match."""
     head_coverage: float
+    head_in_order: bool = False
+    """The head phrase appears as a run in the title (filler and numbers skipped), as query phrases are cut."""
     price_ok: bool
     services_ok: bool
     option: str | None = None
@@ -73,7 +85,8 @@ class Fit(BaseModel):
         return (
             0 if self.price_ok and self.services_ok else 1,
             len(self.residual),
-            -self.head_coverage,
+            -round(self.head_coverage, 3),
+            0 if self.head_in_order else 1,
             candidate.rank,
             -candidate.sold_count,
             candidate.product_id,
@@ -128,6 +141,12 @@ def _residual(text: str, covered: list[tuple[int, int]], title_tokens: set[str])
     return left
 
 
+def _in_order(head: list[str], title: str) -> bool:
+    words = [w.lower() for w in title.split() if _ALPHA_WORD.fullmatch(w)]
+    words = [w for w in words if w not in TITLE_FILLER]
+    return bool(head) and any(words[i : i + len(head)] == head for i in range(len(words) - len(head) + 1))
+
+
 def fit_candidate(item: ItemRequest, candidate: Candidate) -> Fit:
     """Judge `candidate` (viewed or not) against `item`; unviewed ones are judged by title alone."""
     text = normalise(item.description)
@@ -160,6 +179,7 @@ def fit_candidate(item: ItemRequest, candidate: Candidate) -> Fit:
             residual=_residual(text, spans, title_tokens),
             matched_pairs=pairs,
             head_coverage=coverage,
+            head_in_order=_in_order(head, candidate.title),
             price_ok=price_ok,
             services_ok=services_ok,
             option=name,

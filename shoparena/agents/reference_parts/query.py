@@ -88,7 +88,59 @@ _ITEM_SPLIT = re.compile(r"(?:,\s+|\s+and\s+)(?=(?:a|an|some|the)\s)", re.IGNORE
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9+.\-:/]*[a-z0-9+]|[a-z0-9]")
 
 STRUCTURE_WORDS = frozenset(
-    ["a", "an", "some", "the", "and", "or", "with", "whose", "is", "are", "in", "of", "by", "from", "for", "to", "on", "at", "its", "option", "options", "variant", "variants", "brand", "that", "which", "this", "these", "those", "who", "me", "my", "i", "please", "show", "find", "looking", "need", "want", "buy", "also", "plus", "any", "one", "all", "item", "items", "product", "products", "size-wise", "type"]
+    [
+        "a",
+        "an",
+        "some",
+        "the",
+        "and",
+        "or",
+        "with",
+        "whose",
+        "is",
+        "are",
+        "in",
+        "of",
+        "by",
+        "from",
+        "for",
+        "to",
+        "on",
+        "at",
+        "its",
+        "option",
+        "options",
+        "variant",
+        "variants",
+        "brand",
+        "that",
+        "which",
+        "this",
+        "these",
+        "those",
+        "who",
+        "me",
+        "my",
+        "i",
+        "please",
+        "show",
+        "find",
+        "looking",
+        "need",
+        "want",
+        "buy",
+        "also",
+        "plus",
+        "any",
+        "one",
+        "all",
+        "item",
+        "items",
+        "product",
+        "products",
+        "size-wise",
+        "type",
+    ]
 )
 """Words of the templates' grammar: never search terms, never constraints (see `matching.residual`)."""
 
@@ -344,6 +396,9 @@ def parse_services(text: str) -> tuple[list[str], list[tuple[int, int]]]:
     return sorted(flags, key=order.index), spans
 
 
+_SKU_WRAPPERS = re.compile(r"\b(in the [^;]+?) variant(?![\w:])|\b(with the [^;]+?) option(?![\w:])")
+"""The SKU clause templates' closing word ("in the size: m variant", "with the red color option")."""
+
 _CLAUSE_START = re.compile(
     r"\s(?:in|with|whose|from|by|of the brand|that|available|sold|on|currently|priced|costing|"
     r"made of|featuring)\s|\s(?:[a-z]+ ){0,2}[a-z]+:\s|,|;|\s/\s",
@@ -356,6 +411,7 @@ def parse_item(position: int, raw: str) -> ItemRequest:
     services, service_spans = parse_services(text)
     description = _remove_spans(text, price_spans + service_spans).strip(" ,.;")
     description = re.sub(r"(?:,|\band)\s*$", "", description).strip(" ,")
+    description = _SKU_WRAPPERS.sub(lambda m: m.group(1) or m.group(2), description)
     cut = _CLAUSE_START.search(" " + description + " ")
     head = description[: max(cut.start() - 1, 0)].strip() if cut else description
     if not head:
