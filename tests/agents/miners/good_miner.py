@@ -24,16 +24,17 @@ def record(name, result, **parameters):
 
 
 def agent_main(problem_data):
-    query = problem_data["query"]
-    words = " ".join(query.split()[:4])
-    found = miner_sdk.call_tool("find_product", q=words, origin="llm")
-    hits = found["result"] or miner_sdk.call_tool("find_product", q=query.split()[0])["result"]
-    best = hits[0]["product_id"]
+    words = problem_data["query"].split()
+    for q in [" ".join(words[:4]), *words]:  # widen until something matches
+        found = miner_sdk.call_tool("find_product", q=q, origin="llm")
+        if found["result"]:
+            break
+    best = found["result"][0]["product_id"]
     viewed = miner_sdk.call_tool("view_product_information", product_ids=best)
     recommended = miner_sdk.call_tool("recommend_product", product_ids=best, origin="llm")
     ended = miner_sdk.call_tool("terminate", status="success")
     return [
-        step("search the catalogue", [record("find_product", found, q=words)]),
+        step("search the catalogue", [record("find_product", found, q=q)]),
         step("check the first hit", [record("view_product_information", viewed, product_ids=best)]),
         step(
             "recommend it and finish",

@@ -1,0 +1,312 @@
+"""Miner-file agents run as real subprocesses against a real tool server and a real generated catalogue."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shoparena.agents.base import AgentSpecError, ProblemView, make_agent
+from shoparena.agents.file_agent import FileAgent, StepFormatError, make_file_agent, parse_steps
+from shoparena.harness import Episode
+from shoparena.harness.tool_server import ToolServer
+from shoparena.index.catalog_dir import build_synthetic, open_catalog
+from shoparena.problems.generator import ProblemGenerator
+from shoparena.scoring import LexicalSimilarity, RuleScorer
+
+MINERS = Path(__file__).resolve().parent / "miners"
+
+
+@pytest.fixture(scope="module")
+def file_catalog(tmp_path_factory):
+    path = tmp_path_factory.mktemp("file-agent-cat") / "c"
+    build_synthetic(path, 2000, seed=5, workers=1)
+    catalog = open_catalog(path)
+    yield catalog
+    catalog.close()
+
+
+@pytest.fixture(scope="module")
+def file_problems(file_catalog):
+    return ProblemGenerator(file_catalog, seed=3).generate(3, buckets=("product", "shop", "voucher"))
+
+
+@pytest.fixture(scope="module")
+def file_server():
+    with ToolServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def file_title_query(file_catalog):
+    """A query whose first word surely matches: a product title (plus a marker word for some miners)."""
+    return file_catalog.store.dict_by_ord(7)["title"] + " real"
+
+
+def miner(name: str, server: ToolServer, **options) -> FileAgent:
+    return make_file_agent(str(MINERS / f"{name}.py"), server=server, **options)
+
+
+def run_on_query(agent: FileAgent, catalog, query: str):
+    episode = Episode(catalog, query, profile="oro7", problem_id="p-1")
+    run = agent.run(episode, ProblemView(problem_id="p-1", query=query, bucket="product"))
+    return episode, run
+
+
+def run_on_problem(agent: FileAgent, catalog, problem):
+    episode = Episode.for_problem(problem, catalog, profile="oro7")
+    return episode, agent.run(episode, ProblemView.of(problem))
+
+
+def score(catalog, problem, episode):
+    return RuleScorer(catalog, LexicalSimilarity(), mode="strict").score(
+        problem,
+        episode.recommended_product_ids,
+        steps=episode.steps_used,
+        terminated=episode.terminated is not None,
+    )
+
+
+# -- making agents -------------------------------------------------------------------------------------
+def test_identity_comes_from_the_file_and_its_content(tmp_path, file_server):
+    agent = miner("good_miner", file_server)
+    content = (MINERS / "good_miner.py").read_bytes()
+    assert (agent.kind, agent.name, agent.agent_id) == ("file", "good_miner", "file:good_miner")
+    assert agent.version == hashlib.sha256(content).hexdigest()[:12]
+    edited = tmp_path / "good_miner.py"
+    edited.write_bytes(content + b"\n# v2\n")
+    assert make_file_agent(str(edited)).version != agent.version
+    assert isinstance(make_agent(f"file:{MINERS / 'good_miner.py'}", timeout_s=5), FileAgent)
+
+
+def test_files_that_are_not_miners_are_refused_up_front(tmp_path):
+    with pytest.raises(AgentSpecError, match="does not exist"):
+        make_file_agent(str(tmp_path / "missing.py"))
+    with pytest.raises(AgentSpecError, match="no top-level agent_main"):
+        make_file_agent(str(MINERS / "no_main_miner.py"))
+    broken = tmp_path / "broken.py"
+    broken.write_text("def agent_main(problem_data)\n    return []\n")
+    with pytest.raises(AgentSpecError, match=r"broken.py: line 1: "):
+        make_file_agent(str(broken))
+    with pytest.raises(AgentSpecError, match="unknown option"):
+        make_file_agent(str(MINERS / "good_miner.py"), temperature=0.3)
+
+
+# -- behaviour -----------------------------------------------------------------------------------------
+def test_a_good_miner_drives_the_episode_through_the_sdk(file_catalog, file_problems, file_server):
+    problem = file_problems[0]
+    episode, run = run_on_problem(miner("good_miner", file_server), file_catalog, problem)
+    assert run.error is None and run.notes == []
+    names = [(c.name, c.origin) for c in episode.calls]
+    assert names[-3:] == [
+        ("view_product_information", "code"),
+        ("recommend_product", "llm"),
+        ("terminate", "code"),
+    ]
+    assert {origin for name, origin in names[:-3]} == {"llm"} and {n for n, _ in names[:-3]} == {
+        "find_product"
+    }
+    assert episode.terminated == "success" and episode.ended
+    claimed = run.model_outputs[-1]["completion"]["message"]["tool_call"][0]
+    assert episode.recommended_product_ids == [claimed["parameters"]["product_ids"]]
+    assert claimed["tool_call_id"] == episode.calls[-2].call_id
+    assert len(run.model_outputs) == 3 and len(parse_steps(run.model_outputs)) == 3
+
+
+def test_a_crashing_miner_reports_its_traceback_and_scores_as_a_failure(
+    file_catalog, file_problems, file_server
+):
+    problem = file_problems[0]
+    episode, run = run_on_problem(miner("crashing_miner", file_server), file_catalog, problem)
+    assert run.error.startswith("agent_main failed: IndexError: list index out of range")
+    assert "crashing_miner.py" in run.error and "parse_budget" in run.error
+    assert [c.name for c in episode.calls] == ["find_product"] and episode.recommended_product_ids is None
+    result = score(file_catalog, problem, episode)
+    assert not result.success
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def test_a_miner_that_never_returns_is_killed_with_its_children(file_catalog, file_server, file_title_query):
+    agent = miner("sleeping_miner", file_server, timeout_s=1.5)
+    started = time.monotonic()
+    episode, run = run_on_query(agent, file_catalog, file_title_query)
+    assert time.monotonic() - started < 4.5
+    assert run.error.startswith("timeout: agent_main did not return within 1.5 s")
+    pids = [int(p) for p in re.search(r"PIDS (\d+) (\d+)", run.error).groups()]
+    deadline = time.monotonic() + 3
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_running(pid) for pid in pids), "the miner or the process it started is still running"
+    assert episode.calls == []
+
+
+def test_garbage_on_stdout_and_stderr_does_not_corrupt_the_result(
+    file_catalog, file_server, file_title_query
+):
+    episode, run = run_on_query(miner("noisy_miner", file_server), file_catalog, file_title_query)
+    assert run.error is None
+    assert run.model_outputs[0]["completion"]["message"]["think"] == "noisy but fine"
+    claimed = run.model_outputs[0]["completion"]["message"]["tool_call"][0]["parameters"]["product_ids"]
+    assert episode.recommended_product_ids == [claimed] and run.notes == []
+
+
+def test_a_miner_finds_no_reward_anywhere_it_looks(
+    tmp_path, monkeypatch, file_catalog, file_problems, file_server
+):
+    # plant rewards where a miner run in place would find them: beside its file and in the parent env
+    planted = tmp_path / "miner_home"
+    planted.mkdir()
+    shutil.copy(MINERS / "snooping_miner.py", planted / "snooping_miner.py")
+    (planted / "problems.jsonl").write_text(
+        "\n".join(p.model_dump_json(by_alias=True) for p in file_problems)
+    )
+    (tmp_path / "suite.json").write_text(json.dumps([p.to_record() for p in file_problems]))
+    assert "reward" in (planted / "problems.jsonl").read_text()
+    monkeypatch.setenv("SHOPARENA_REWARD_HINT", "reward=" + json.dumps(file_problems[0].to_record()))
+    monkeypatch.chdir(planted)
+    agent = make_file_agent(str(planted / "snooping_miner.py"), server=file_server)
+
+    for problem in file_problems:
+        episode, run = run_on_problem(agent, file_catalog, problem)
+        assert run.error is None and episode.calls == []  # listing tools is not a call
+        info = run.model_outputs[0]["extra_info"]
+        assert info["found"] == [], info["found"]
+        assert info["env"] == ["HOME", "LANG", "PATH", "SHOPARENA_SESSION", "SHOPARENA_TOOL_URL", "TMPDIR"]
+        assert not info["cwd"].startswith(str(tmp_path)) and not Path(info["cwd"]).exists()
+        assert info["argv"] == [os.path.join(info["cwd"], "snooping_miner.py")]
+
+    # the same miner does report a reward when one is within reach (the check above can fail)
+    _, run = run_on_query(agent, file_catalog, "a reward card holder")
+    assert run.model_outputs[0]["extra_info"]["found"] == ["problem_data"]
+
+
+def test_malformed_steps_get_a_clear_error(file_catalog, file_server):
+    agent = miner("malformed_miner", file_server)
+    _, run = run_on_query(agent, file_catalog, "return a dict please")
+    assert (
+        run.error == "agent_main returned malformed steps: agent_main must return a list of steps, got dict"
+    )
+    assert run.model_outputs == [{"steps": "should have been a list"}]
+    _, run = run_on_query(agent, file_catalog, "return bad steps")
+    assert run.error.startswith("agent_main returned malformed steps: ")
+    assert "step 1: completion.message.tool_call.0.name: Field required" in run.error
+    assert "step 2: completion: Field required" in run.error
+    assert len(run.model_outputs) == 3
+
+
+def test_a_claimed_recommendation_is_replayed_through_the_harness(file_catalog, file_problems, file_server):
+    agent = miner("claiming_miner", file_server)
+    query = file_catalog.store.dict_by_ord(3)["title"] + " real"
+    episode, run = run_on_query(agent, file_catalog, query)
+    assert run.error is None
+    claimed = json.loads(run.model_outputs[0]["completion"]["message"]["tool_call"][0]["parameters"])
+    assert episode.recommended_product_ids == [claimed["product_ids"]]
+    assert [(c.name, c.origin, c.error) for c in episode.calls] == [
+        ("find_product", "code", None),
+        ("recommend_product", "code", None),
+        ("terminate", "code", None),
+    ]
+    assert len(run.notes) == 2 and all("replayed on the episode with origin 'code'" in n for n in run.notes)
+
+    # an invented id is replayed too, and the scorer (which checks ids against the catalogue) fails it
+    problem = file_problems[0]
+    episode, run = run_on_problem(agent, file_catalog, problem)
+    assert episode.recommended_product_ids == ["no-such-product"]
+    assert not score(file_catalog, problem, episode).success
+
+
+def test_a_claim_that_contradicts_the_recorded_call_changes_nothing(
+    file_catalog, file_server, file_title_query
+):
+    episode, run = run_on_query(miner("contradicting_miner", file_server), file_catalog, file_title_query)
+    assert run.error is None and episode.recommended_product_ids != ["123456789"]
+    assert [c.name for c in episode.calls] == ["find_product", "recommend_product"]
+    assert len(run.notes) == 1 and "the recorded call stands" in run.notes[0]
+
+
+def test_memory_limit_and_a_vanishing_process(file_catalog, file_server):
+    _, run = run_on_query(miner("memory_hog_miner", file_server, memory_mb=256), file_catalog, "q")
+    assert run.error.startswith("agent_main failed: MemoryError")
+    _, run = run_on_query(miner("vanishing_miner", file_server), file_catalog, "q")
+    assert run.error == "the miner process ended without returning a result (exit status 3)"
+
+
+def test_runs_in_parallel_share_one_server_and_stay_apart(file_catalog, file_problems, file_server):
+    agent = miner("good_miner", file_server)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(lambda p: run_on_problem(agent, file_catalog, p), file_problems))
+    for problem, (episode, run) in zip(file_problems, results, strict=True):
+        assert run.error is None and episode.terminated == "success"
+        assert episode.problem_id == problem.problem_id and episode.calls[-1].name == "terminate"
+        first_query = run.model_outputs[0]["completion"]["message"]["tool_call"][0]["parameters"]["q"]
+        assert first_query in problem.query
+
+
+def test_an_agent_without_a_server_owns_one(file_catalog, file_title_query, file_server):
+    agent = make_file_agent(str(MINERS / "noisy_miner.py"))
+    _, run = run_on_query(agent, file_catalog, file_title_query)
+    own = agent.server()
+    assert run.error is None and own is not file_server and own.running
+    agent.close()
+    assert not own.running
+    shared = miner("noisy_miner", file_server)
+    shared.close()
+    assert file_server.running
+
+
+# -- the step format -----------------------------------------------------------------------------------
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["completion", "message", "tool_call", "name", "think", "x"]), inner
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON)
+def test_any_returned_value_parses_or_gets_a_step_format_error(value):
+    try:
+        steps = parse_steps(value)
+    except StepFormatError as exc:
+        assert str(exc)
+    else:
+        assert isinstance(value, list) and len(steps) == len(value)
+
+
+def test_lenient_step_shapes_are_accepted():
+    steps = parse_steps(
+        [
+            {
+                "completion": {
+                    "message": {"tool_call": {"name": "terminate", "parameters": '{"status": "success"}'}}
+                }
+            },
+            {
+                "completion": {"message": {"tool_call": None, "response": "hi"}, "content": "x"},
+                "extra_info": {},
+            },
+        ]
+    )
+    assert steps[0].completion.message.tool_call[0].parameters == {"status": "success"}
+    assert steps[1].completion.message.tool_call == []
