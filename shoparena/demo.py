@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
 
+from shoparena.cli.catalog_cmd import hits_table
 from shoparena.index.catalog_dir import CatalogDirError, build_synthetic, open_catalog, read_meta
 
 DEMO_DIR = Path(os.environ.get("SHOPARENA_DEMO_DIR", "demo-out"))
@@ -61,23 +62,7 @@ def show_searches(catalog_dir: Path) -> None:
             hits = catalog.find_product(query, **filters)
             elapsed = (time.perf_counter() - started) * 1000
             shown = ", ".join(f"{k}={v}" for k, v in filters.items()) or "no filters"
-            table = Table(title=f"find_product({query!r}) — {shown} — {elapsed:.2f} ms", title_justify="left")
-            table.add_column("product_id")
-            table.add_column("shop")
-            table.add_column("title", max_width=60)
-            table.add_column("price", justify="right")
-            table.add_column("service")
-            table.add_column("sold", justify="right")
-            for hit in hits[:5]:
-                table.add_row(
-                    hit["product_id"],
-                    hit["shop_id"],
-                    hit["title"],
-                    f"{hit['price']:,.2f}",
-                    ", ".join(hit["service"]),
-                    f"{hit['sold_count']:,}",
-                )
-            console.print(table)
+            console.print(hits_table(hits[:5], f"find_product({query!r}) — {shown} — {elapsed:.2f} ms"))
     finally:
         catalog.close()
 

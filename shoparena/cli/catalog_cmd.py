@@ -182,7 +182,14 @@ def search(
     if json_out:
         print_json(hits)
         return
-    table = Table(title=f"find_product({query!r}, page={page})")
+    console.print(hits_table(hits, f"find_product({query!r}, page={page})"))
+    if not hits:
+        console.print("[dim]no results[/]")
+
+
+def hits_table(hits: list[dict], title: str) -> Table:
+    """A find_product page as a readable table (the CLI's and the demo's)."""
+    table = Table(title=title, title_justify="left")
     for column in ("product_id", "shop_id", "title", "price", "service", "sold_count"):
         table.add_column(
             column, overflow="fold", justify="right" if column in ("price", "sold_count") else "left"
@@ -196,9 +203,7 @@ def search(
             ", ".join(hit["service"]),
             f"{hit['sold_count']:,}",
         )
-    console.print(table)
-    if not hits:
-        console.print("[dim]no results[/]")
+    return table
 
 
 def product(
