@@ -20,7 +20,14 @@ from pydantic import BaseModel, ConfigDict
 from shoparena.agents.base import AgentRun
 from shoparena.harness import jsontext
 from shoparena.harness.episode import Episode
-from shoparena.harness.protocols import OPENAI, QWEN3, UPSTREAM, Protocol, Qwen3Protocol
+from shoparena.harness.protocols import (
+    OPENAI,
+    QWEN3,
+    UPSTREAM,
+    Protocol,
+    Qwen3Protocol,
+    upstream_system_prompt,
+)
 
 # agent-facing protocol names → the harness protocol objects (the harness calls "tags" `upstream`)
 PROTOCOL_ALIASES: dict[str, Protocol] = {
@@ -97,6 +104,15 @@ class ChatLoop:
         self.max_turns = max_turns
 
     # -- rendering ---------------------------------------------------------------------------------
+    def system_prompt_for(self, tools: list[dict]) -> str | None:
+        """The system prompt this loop would use, for a runner to put in the episode (and so the trace).
+
+        Protocol tags uses upstream's prompt, which lists the tools itself.
+        """
+        if self.protocol.name == "upstream":
+            return upstream_system_prompt(tools)
+        return self.system_prompt
+
     def history(self, episode: Episode) -> list[dict]:
         """The episode's trace with the agent's system prompt in front when the episode has none."""
         messages = episode.messages

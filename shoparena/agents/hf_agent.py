@@ -86,6 +86,7 @@ class HFAgent(Agent):
             raise ValueError(f"hf agent: max_new_tokens must be at least 1, got {max_new_tokens}")
         super().__init__(Path(path).name or path, version)
         self.path = path
+        self.protocol = protocol
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.top_p = top_p
@@ -203,6 +204,10 @@ class HFAgent(Agent):
 
             torch.manual_seed(self.seed)  # per episode, so a problem's sample does not depend on run order
         return self.loop.run(episode)
+
+    def system_prompt_for(self, tools: list[dict]) -> str | None:
+        """Lets a runner record the system prompt in the episode trace (see ChatLoop.system_prompt_for)."""
+        return self.loop.system_prompt_for(tools)
 
     def close(self) -> None:
         import torch

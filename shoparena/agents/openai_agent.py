@@ -234,6 +234,10 @@ class OpenAIAgent(Agent):
     def run(self, episode: Episode, view: ProblemView) -> AgentRun:
         return self.loop.run(episode)
 
+    def system_prompt_for(self, tools: list[dict]) -> str | None:
+        """Lets a runner record the system prompt in the episode trace (see ChatLoop.system_prompt_for)."""
+        return self.loop.system_prompt_for(tools)
+
 
 def make_openai_agent(
     target: str,

@@ -11,10 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shoparena.agents.base import AgentRun, ProblemView, make_agent
-from shoparena.agents.chat_loop import ChatLoop, Completion
+from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT, ChatLoop, Completion
 from shoparena.agents.openai_agent import ChatCompletionsClient, _retry_after, make_openai_agent
 from shoparena.harness import Episode
 from shoparena.harness.protocols import upstream_system_prompt
+from shoparena.harness.tool_specs import tool_schemas
 from tests.agents.conftest_llm import (
     Reply,
     ScriptedChatServer,
@@ -294,6 +295,25 @@ def test_registry_spec_and_environment(small_catalog, query, monkeypatch):
     assert with_key.headers["Authorization"] == "Bearer sk-env" and with_key.body["model"] == "env-model"
     assert "Authorization" not in without_key.headers
     assert [m["role"] for m in without_key.body["messages"]] == ["user"]
+
+
+@pytest.mark.parametrize("protocol", ["openai", "tags", "qwen"])
+def test_system_prompt_for_the_trace_is_the_one_sent(small_catalog, query, protocol):
+    with ScriptedChatServer([Reply(completion("<response>nothing to do</response>"))]) as server:
+        agent, _ = agent_for(server, protocol=protocol)
+        tools = tool_schemas("oro7")
+        episode = new_episode(small_catalog, query, system_prompt=agent.system_prompt_for(tools))
+        agent.run(episode, VIEW)
+    sent = server.requests[0].body["messages"]
+    assert [m["role"] for m in sent].count("system") == 1 and sent[0]["role"] == "system"
+    recorded = episode.messages[0]
+    assert recorded["role"] == "system"
+    if protocol == "qwen":  # Qwen3's tool preamble is appended to the recorded prompt
+        assert sent[0]["content"].startswith(recorded["content"]) and "<tools>" in sent[0]["content"]
+    else:
+        assert sent[0] == recorded
+    expected = upstream_system_prompt(tools) if protocol == "tags" else DEFAULT_SYSTEM_PROMPT
+    assert recorded["content"] == expected
 
 
 def test_bad_options_fail_at_construction():
