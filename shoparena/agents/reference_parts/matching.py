@@ -24,7 +24,27 @@ from shoparena.agents.reference_parts.query import (
 )
 
 TITLE_FILLER = frozenset(
-    ["fast", "delivery", "new", "original", "hot", "sale", "ready", "stock", "cod", "free", "shipping", "best", "seller", "promo", "authentic", "high", "quality", "cheap", "premium"]
+    [
+        "fast",
+        "delivery",
+        "new",
+        "original",
+        "hot",
+        "sale",
+        "ready",
+        "stock",
+        "cod",
+        "free",
+        "shipping",
+        "best",
+        "seller",
+        "promo",
+        "authentic",
+        "high",
+        "quality",
+        "cheap",
+        "premium",
+    ]
 )
 """Marketing words a user never repeats from a title: skipped when looking for the query's phrase in one."""
 _ALPHA_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")

@@ -72,6 +72,7 @@ class Solver:
         self.nominated_shops: list[str] = []
         self.outcome = Outcome()
         self._last_observed: list[str] = []
+        self._fit_cache: dict[tuple, tuple[Fit, Candidate]] = {}
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def _search_call(
@@ -158,8 +159,11 @@ class Solver:
             candidate = self.products[pid]
             if viewed_only and not candidate.viewed:
                 continue
-            ranked = candidate.model_copy(update={"rank": rank})
-            out.append((fit_candidate(self.items[item], ranked), ranked))
+            key = (item, pid, rank, candidate.viewed)
+            if key not in self._fit_cache:
+                ranked = candidate.model_copy(update={"rank": rank})
+                self._fit_cache[key] = (fit_candidate(self.items[item], ranked), ranked)
+            out.append(self._fit_cache[key])
         out.sort(key=lambda pair: pair[0].sort_key(pair[1]))
         return out
 
@@ -362,7 +366,7 @@ class Solver:
                         calls.append(call)
                         break
             if not missing and self.plan.voucher is not None:
-                for i, item in enumerate(self.items):
+                for item in self.items:
                     call = self._search_call(item, item.search_text(), sort="priceasc")
                     if call:
                         calls.append(call)
@@ -460,17 +464,27 @@ class Solver:
         return calls, text
 
     # -- choosing -------------------------------------------------------------------------------------
-    def _best(self, item: int) -> Candidate | None:
-        pairs = self.fits(item) or self.fits(item, viewed_only=False)
-        return pairs[0][1] if pairs else None
+    def _ranked(self, item: int, shop: str | None = None) -> list[Candidate]:
+        """An item's candidates best first: viewed ones by fit, then unviewed ones by search rank."""
+        viewed = [c for _, c in self.fits(item)]
+        unviewed = [c for f, c in self.fits(item, viewed_only=False) if not c.viewed]
+        ranked = viewed + unviewed
+        return [c for c in ranked if c.shop_id == shop] if shop is not None else ranked
+
+    def _assign(self, lists: list[list[Candidate]]) -> list[str]:
+        """One distinct product per item (the gold items are distinct), scarcest item first."""
+        chosen: dict[int, str] = {}
+        for item in sorted(range(len(lists)), key=lambda i: (len(lists[i]), i)):
+            used = set(chosen.values())
+            pick = next((c.product_id for c in lists[item] if c.product_id not in used), None)
+            if pick is None and lists[item]:
+                pick = lists[item][0].product_id
+            if pick is not None:
+                chosen[item] = pick
+        return [chosen[i] for i in range(len(lists)) if i in chosen]
 
     def _independent_choice(self) -> list[str]:
-        chosen = []
-        for item in range(len(self.items)):
-            best = self._best(item)
-            if best is not None:
-                chosen.append(best.product_id)
-        return chosen
+        return self._assign([self._ranked(item) for item in range(len(self.items))])
 
     def _fits_budget(self, ids: list[str]) -> bool:
         voucher = self.plan.voucher
@@ -494,16 +508,11 @@ class Solver:
             shop = min(cover, key=lambda s: (-len(cover[s]),) + self._shop_rank(s, cover[s]))
         if shop is None:
             return self._independent_choice()
-        chosen = []
+        lists = []
         for item in range(len(self.items)):
-            slot = cover.get(shop, {}).get(item)
-            if slot is None:
-                inside = [c for f, c in self.fits(item, viewed_only=False) if c.shop_id == shop]
-                best = inside[0] if inside else self._best(item)
-            else:
-                best = slot[1]
-            if best is not None:
-                chosen.append(best.product_id)
+            inside = self._ranked(item, shop)
+            lists.append(inside or self._ranked(item))
+        chosen = self._assign(lists)
         self.outcome.complete = self._best_complete_shop() == shop
         self.outcome.notes.append(f"all items from shop {shop}")
         return chosen
@@ -518,14 +527,12 @@ class Solver:
             cover = self._shop_cover()
             self.outcome.complete = True
             self.outcome.notes.append(f"one shop ({shop}) so the shop voucher applies")
-            return [cover[shop][i][1].product_id for i in range(len(self.items))]
-        cheapest = []
+            return self._assign([self._ranked(i, shop) for i in range(len(self.items))])
+        lists = []
         for item in range(len(self.items)):
-            complete = self._complete(item)
-            pool = complete or self.fits(item) or self.fits(item, viewed_only=False)
-            if not pool:
-                continue
-            cheapest.append(min(pool, key=lambda pair: (pair[1].price, pair[1].product_id))[1].product_id)
+            pool = self._complete(item) or self.fits(item) or self.fits(item, viewed_only=False)
+            lists.append([c for _, c in sorted(pool, key=lambda pair: (pair[1].price, pair[1].product_id))])
+        cheapest = self._assign(lists)
         if self._fits_budget(cheapest):
             self.outcome.notes.append("cheapest verified listings chosen to stay within the budget")
             self.outcome.complete = all(self._complete(i) for i in range(len(self.items)))
