@@ -61,7 +61,9 @@ class Scenario:
     def code_call(self, name: str, arguments: dict):
         return self.episode.call(name, arguments, origin="code")
 
-    def search(self, text: str = "I will search the catalogue for earbuds that match the commute use.") -> list:
+    def search(
+        self, text: str = "I will search the catalogue for earbuds that match the commute use."
+    ) -> list:
         observation = self.turn(text, "find_product", SEARCH)
         assert observation.ok and observation.result, observation.text
         return observation.result
@@ -89,7 +91,9 @@ class Scenario:
             ),
             score={"success": success},
             scoring_mode="strict",
-            usage=usage if usage is not None else TokenUsage(prompt_tokens=4000, completion_tokens=900, model_calls=4),
+            usage=usage
+            if usage is not None
+            else TokenUsage(prompt_tokens=4000, completion_tokens=900, model_calls=4),
             timings=Timings(started_at="2025-01-01T00:00:00Z", wall_s=1.0),
             shoparena_version="test",
         )

@@ -29,7 +29,9 @@ class ScriptedServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with owner._lock:
                     index = len(owner.requests)
-                    owner.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                    owner.requests.append(
+                        {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                    )
                 if self.path != "/v1/chat/completions":
                     self._send(404, json.dumps({"error": f"no route {self.path}"}))
                     return
@@ -44,7 +46,13 @@ class ScriptedServer:
                     "id": f"cmpl-{index}",
                     "object": "chat.completion",
                     "model": body.get("model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": reply},
+                            "finish_reason": "stop",
+                        }
+                    ],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
                 }
                 self._send(200, json.dumps(completion))

@@ -10,7 +10,13 @@ from shoparena.judge.gates import ANALYSES_RESULTS, CITES_DATUM, COMPARES_CANDID
 from shoparena.judge.trace import read_trace
 from tests.judge.conftest import Scenario, build_trace, fresh_words
 
-EXPECTED_GATE = {0.1: REASONED, 0.3: ANALYSES_RESULTS, 0.5: CITES_DATUM, 0.7: COMPARES_CANDIDATES, 0.9: PASSED}
+EXPECTED_GATE = {
+    0.1: REASONED,
+    0.3: ANALYSES_RESULTS,
+    0.5: CITES_DATUM,
+    0.7: COMPARES_CANDIDATES,
+    0.9: PASSED,
+}
 
 
 @pytest.mark.parametrize("quality", [0.1, 0.3, 0.5, 0.7, 0.9])
