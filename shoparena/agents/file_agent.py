@@ -46,7 +46,7 @@ RUNNER_NAME = "_shoparena_runner.py"
 SDK_NAME = "miner_sdk.py"
 STDERR_TAIL_BYTES = 4096
 MAX_RESULT_BYTES = 32 << 20
-MAX_ERROR_CHARS = 4000
+MAX_TRACEBACK_CHARS = 3000
 ENDING_TOOLS = ("recommend_product", "terminate")
 
 
@@ -246,16 +246,19 @@ class FileAgent(Agent):
             fd = result_file.fileno()
             command = [self.python, "-I", RUNNER_NAME, miner_name, str(fd), json.dumps(limits)]
             started = time.monotonic()
-            process = subprocess.Popen(
-                command,
-                cwd=workdir,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                pass_fds=(fd,),
-                start_new_session=True,
-            )
+            try:
+                process = subprocess.Popen(
+                    command,
+                    cwd=workdir,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    pass_fds=(fd,),
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                return _ProcessOutcome(launch_error=f"{self.python}: {exc}")
             stderr_tail: deque[bytes] = deque()
             reader = threading.Thread(target=_keep_tail, args=(process.stderr, stderr_tail), daemon=True)
             reader.start()
@@ -283,10 +286,12 @@ class FileAgent(Agent):
         tail = (
             f"\n--- stderr (last {STDERR_TAIL_BYTES} bytes) ---\n{outcome.stderr}" if outcome.stderr else ""
         )
+        if outcome.launch_error:
+            return AgentRun(error=f"cannot start the miner process: {outcome.launch_error}")
         if outcome.timed_out:
             return AgentRun(
                 error=f"timeout: agent_main did not return within {self.timeout_s:g} s; the miner's "
-                f"process group was killed{tail}"[-MAX_ERROR_CHARS:]
+                f"process group was killed{tail}"
             )
         if len(outcome.result) > MAX_RESULT_BYTES:
             return AgentRun(error=f"agent_main returned more than {MAX_RESULT_BYTES >> 20} MiB of steps")
@@ -297,13 +302,11 @@ class FileAgent(Agent):
         if not isinstance(envelope, dict):
             return AgentRun(
                 error=f"the miner process ended without returning a result ({_exit_text(outcome.returncode)})"
-                f"{tail}"[-MAX_ERROR_CHARS:]
+                f"{tail}"
             )
         if not envelope.get("ok"):
-            detail = envelope.get("traceback") or envelope.get("error") or "unknown error"
-            return AgentRun(
-                error=f"agent_main failed: {envelope.get('error')}\n{detail}{tail}"[-MAX_ERROR_CHARS:]
-            )
+            traceback = str(envelope.get("traceback") or "")[-MAX_TRACEBACK_CHARS:]
+            return AgentRun(error=f"agent_main failed: {envelope.get('error')}\n{traceback}{tail}".rstrip())
         raw = envelope.get("steps")
         outputs = raw if isinstance(raw, list) else [raw]
         try:
@@ -316,11 +319,12 @@ class FileAgent(Agent):
 class _ProcessOutcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    timed_out: bool
-    returncode: int
-    wall_s: float
-    result: bytes
-    stderr: str
+    timed_out: bool = False
+    returncode: int = 0
+    wall_s: float = 0.0
+    result: bytes = b""
+    stderr: str = ""
+    launch_error: str | None = None
 
 
 def _keep_tail(stream: Any, tail: deque[bytes]) -> None:

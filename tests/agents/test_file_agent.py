@@ -247,6 +247,11 @@ def test_memory_limit_and_a_vanishing_process(file_catalog, file_server):
     assert run.error == "the miner process ended without returning a result (exit status 3)"
 
 
+def test_a_python_that_cannot_start_is_reported(file_catalog, file_server):
+    _, run = run_on_query(miner("good_miner", file_server, python="/nonexistent/python3"), file_catalog, "q")
+    assert run.error.startswith("cannot start the miner process: /nonexistent/python3: ")
+
+
 def test_runs_in_parallel_share_one_server_and_stay_apart(file_catalog, file_problems, file_server):
     agent = miner("good_miner", file_server)
     with ThreadPoolExecutor(max_workers=3) as pool:
