@@ -247,6 +247,14 @@ def test_memory_limit_and_a_vanishing_process(file_catalog, file_server):
     assert run.error == "the miner process ended without returning a result (exit status 3)"
 
 
+def test_cpu_seconds_are_limited(file_catalog, file_server):
+    agent = miner("spinning_miner", file_server, cpu_s=1, timeout_s=20)
+    started = time.monotonic()
+    _, run = run_on_query(agent, file_catalog, "q")
+    assert run.error == "the miner process ended without returning a result (killed by SIGXCPU)"
+    assert time.monotonic() - started < 10
+
+
 def test_a_python_that_cannot_start_is_reported(file_catalog, file_server):
     _, run = run_on_query(miner("good_miner", file_server, python="/nonexistent/python3"), file_catalog, "q")
     assert run.error.startswith("cannot start the miner process: /nonexistent/python3: ")
