@@ -524,7 +524,6 @@ class Solver:
             return preferred
         shop = self._best_complete_shop() if len(self.items) > 1 else None
         if shop is not None:
-            cover = self._shop_cover()
             self.outcome.complete = True
             self.outcome.notes.append(f"one shop ({shop}) so the shop voucher applies")
             return self._assign([self._ranked(i, shop) for i in range(len(self.items))])
@@ -539,6 +538,27 @@ class Solver:
             return cheapest
         self.outcome.notes.append("no combination found within the budget")
         return preferred
+
+    def _why_first(self, item: int, product_id: str) -> str:
+        """Why the chosen candidate beats the runner-up, in the terms the ranking used."""
+        pairs = self.fits(item)
+        chosen = next(((f, c) for f, c in pairs if c.product_id == product_id), None)
+        others = [(f, c) for f, c in pairs if c.product_id != product_id]
+        if chosen is None or not others:
+            return f"{product_id} is the only verified candidate."
+        (fit, cand), (other_fit, other) = chosen, others[0]
+        if len(fit.residual) < len(other_fit.residual):
+            reason = f"it explains more of the request than {other.product_id} (which misses {', '.join(other_fit.residual[:3])})"
+        elif fit.head_in_order and not other_fit.head_in_order:
+            reason = (
+                f'its title contains the phrase "{self.items[item].head}" and {other.product_id}\'s does not'
+            )
+        else:
+            reason = (
+                f"both meet the requirements, and {cand.product_id} ranks higher for the query "
+                f"(position {cand.rank + 1} vs {other.rank + 1})"
+            )
+        return f"I prefer {cand.product_id}: {reason}."
 
     # -- finishing --------------------------------------------------------------------------------------
     def _verify_batch(self, choice: list[str]) -> Batch | None:
@@ -585,7 +605,7 @@ class Solver:
                     )
                 ],
                 reasoning=self._compare_text(0)
-                + f". {choice[0]} is the strongest candidate; I confirm its attributes with check_product_match.",
+                + f". {self._why_first(0, choice[0])} I confirm its attributes with check_product_match.",
             )
         return None
 
