@@ -47,9 +47,8 @@ ORIGINS = ("llm", "code")
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 TOOLS_PREFIX = "/v1/tools/"
 
-assert not any(p.name in RESERVED_KEYS for spec in TOOL_SPECS.values() for p in spec.params), (
-    "a tool parameter collides with a reserved request key of the tool server"
-)
+if any(p.name in RESERVED_KEYS for spec in TOOL_SPECS.values() for p in spec.params):
+    raise RuntimeError(f"a tool parameter collides with a reserved tool-server request key {RESERVED_KEYS}")
 
 
 @dataclass
