@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from shoparena.cli import catalog_cmd, harness_cmd, judge_cmd, problems_cmd, score_cmd
+from shoparena.cli import catalog_cmd, harness_cmd, judge_cmd, problems_cmd, score_cmd, store_cmd
 
 app = typer.Typer(
     name="shoparena",
@@ -22,6 +22,7 @@ catalog_cmd.register(app)
 harness_cmd.register(app)
 problems_cmd.register(app)
 score_cmd.register(app)
+store_cmd.register(app)
 judge_cmd.register(app)
 
 

@@ -1,0 +1,259 @@
+"""Idempotent bulk ingest: run directories or JSONL files of trajectory records into the store.
+
+Each batch is one transaction: look up which record ids are stored already (same content hash: a
+duplicate; a different one: a conflict, never an overwrite), then insert the rest with
+`INSERT … ON CONFLICT (record_id) DO NOTHING RETURNING record_id` — a concurrent ingester that wins a
+race for an id is caught by the RETURNING set and classified the same way. Bad lines are rejects
+(file:line and reason), counted and skipped; the run goes on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+from sqlalchemy import Connection, Engine, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.store.errors import RecordConflictError
+from shoparena.store.records import PreparedRecord, RecordRejected, prepare, validation_reason
+from shoparena.store.schema import Evaluation
+
+TRAJECTORIES_FILE = "trajectories.jsonl"
+"""The runner's record file inside a run directory (shoparena.agents.runner writes it)."""
+DEFAULT_BATCH = 2000
+KEPT_REJECTS = 100
+"""Rejects kept in the report itself; all of them go to `on_reject` (e.g. a rejects file)."""
+
+EVALUATIONS = Evaluation.__table__
+
+
+class Reject(BaseModel):
+    """One input the store did not take, and why."""
+
+    source: str
+    """`file:line` for a line of a file; the path for a whole unreadable input; `record:ID` otherwise."""
+    reason: str
+    record_id: str | None = None
+    conflict: bool = False
+    """A record id stored already with different content (an error, not just a bad line)."""
+    stored_sha256: str | None = None
+    content_sha256: str | None = None
+
+
+class IngestReport(BaseModel):
+    seen: int = 0
+    inserted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    conflicts: int = 0
+    rejects: list[Reject] = Field(default_factory=list)
+    """The first `KEPT_REJECTS` rejects (conflicts first in importance: they are also counted apart)."""
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.rejected == 0
+
+    def add_reject(self, reject: Reject) -> None:
+        self.rejected += 1
+        self.conflicts += reject.conflict
+        if len(self.rejects) < KEPT_REJECTS:
+            self.rejects.append(reject)
+
+    def raise_for_conflicts(self) -> None:
+        """Raise `RecordConflictError` for the first conflict, if any (for callers that must not go on)."""
+        for reject in self.rejects:
+            if reject.conflict:
+                raise RecordConflictError(
+                    reject.record_id or "?",
+                    reject.stored_sha256 or "?",
+                    reject.content_sha256 or "?",
+                    reject.source,
+                )
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A record waiting for its batch, or a reject to report in input order."""
+
+    prepared: PreparedRecord | None = None
+    reject: Reject | None = None
+
+
+# -- reading inputs ---------------------------------------------------------------------------------
+
+
+def record_files(paths: Sequence[str | os.PathLike]) -> Iterator[tuple[Path, Reject | None]]:
+    """Each input as the JSONL file to read: a run directory means its trajectories.jsonl."""
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            inner = path / TRAJECTORIES_FILE
+            if inner.is_file():
+                yield inner, None
+            else:
+                yield path, Reject(source=str(path), reason=f"a directory without {TRAJECTORIES_FILE}")
+        elif path.is_file():
+            yield path, None
+        else:
+            yield path, Reject(source=str(path), reason="no such file or directory")
+
+
+def count_lines(paths: Sequence[str | os.PathLike]) -> int:
+    """Non-empty lines over all inputs (a progress bar total; reading is far cheaper than ingesting)."""
+    total = 0
+    for path, problem in record_files(paths):
+        if problem is None:
+            with path.open("rb") as handle:
+                total += sum(1 for line in handle if line.strip())
+    return total
+
+
+def read_records(paths: Sequence[str | os.PathLike]) -> Iterator[tuple[str, TrajectoryRecord | Reject]]:
+    """(`file:line`, record or reject) for every non-empty line, streaming, in input order."""
+    for path, problem in record_files(paths):
+        if problem is not None:
+            yield problem.source, problem
+            continue
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path}:{number}"
+                try:
+                    yield where, TrajectoryRecord.model_validate_json(line)
+                except ValidationError as exc:
+                    reason = validation_reason(exc)
+                    if not line.endswith(b"\n"):
+                        reason = f"last line cut short (an interrupted write?): {reason}"
+                    yield where, Reject(source=where, reason=reason)
+
+
+# -- writing batches --------------------------------------------------------------------------------
+
+
+def _insert_statement(dialect: str):
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return (
+        insert(EVALUATIONS)
+        .on_conflict_do_nothing(index_elements=["record_id"])
+        .returning(EVALUATIONS.c.record_id)
+    )
+
+
+def _stored_hashes(connection: Connection, record_ids: Sequence[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for start in range(0, len(record_ids), 5000):
+        chunk = record_ids[start : start + 5000]
+        query = select(EVALUATIONS.c.record_id, EVALUATIONS.c.content_sha256).where(
+            EVALUATIONS.c.record_id.in_(chunk)
+        )
+        found.update(connection.execute(query).tuples())
+    return found
+
+
+def _conflict(item: PreparedRecord, stored_sha256: str) -> Reject:
+    error = RecordConflictError(item.record_id, stored_sha256, item.content_sha256, item.source)
+    return Reject(
+        source=item.source,
+        reason=str(error),
+        record_id=item.record_id,
+        conflict=True,
+        stored_sha256=stored_sha256,
+        content_sha256=item.content_sha256,
+    )
+
+
+def _write_batch(engine: Engine, batch: list[PreparedRecord], report: IngestReport, emit) -> None:
+    unique: dict[str, PreparedRecord] = {}
+    for item in batch:
+        earlier = unique.get(item.record_id)
+        if earlier is None:
+            unique[item.record_id] = item
+        elif earlier.content_sha256 == item.content_sha256:
+            report.duplicates += 1
+        else:
+            emit(_conflict(item, earlier.content_sha256))
+    with engine.begin() as connection:
+        stored = _stored_hashes(connection, list(unique))
+        fresh = []
+        for record_id, item in unique.items():
+            known = stored.get(record_id)
+            if known is None:
+                fresh.append(item)
+            elif known == item.content_sha256:
+                report.duplicates += 1
+            else:
+                emit(_conflict(item, known))
+        if not fresh:
+            return
+        inserted = set(
+            connection.execute(_insert_statement(engine.dialect.name), [item.row for item in fresh]).scalars()
+        )
+        report.inserted += len(inserted)
+        raced = [item for item in fresh if item.record_id not in inserted]
+        if raced:
+            winners = _stored_hashes(connection, [item.record_id for item in raced])
+            for item in raced:
+                if winners.get(item.record_id) == item.content_sha256:
+                    report.duplicates += 1
+                else:
+                    emit(_conflict(item, winners.get(item.record_id, "?" * 64)))
+
+
+def ingest_records(
+    engine: Engine,
+    records: Iterable[TrajectoryRecord | tuple[str, TrajectoryRecord | Reject]],
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Callable[[int], None] | None = None,
+    on_reject: Callable[[Reject], None] | None = None,
+) -> IngestReport:
+    """Store every record (or `(source, record | reject)` pair, as `read_records` yields them).
+
+    Returns the counts; rejects and conflicts are reported, never raised, so one bad line never stops a
+    batch job (call `report.raise_for_conflicts()` where a conflict must stop the caller).
+    """
+    started = datetime.now(UTC)
+    report = IngestReport()
+    dialect = engine.dialect.name
+
+    def emit(reject: Reject) -> None:
+        report.add_reject(reject)
+        if on_reject is not None:
+            on_reject(reject)
+
+    batch: list[PreparedRecord] = []
+    unreported = 0
+    for entry in records:
+        report.seen += 1
+        unreported += 1
+        if isinstance(entry, TrajectoryRecord):
+            source, item = f"record:{entry.record_id}", entry
+        else:
+            source, item = entry
+        if isinstance(item, Reject):
+            emit(item)
+        else:
+            try:
+                batch.append(prepare(item, source, started, dialect))
+            except RecordRejected as exc:
+                emit(Reject(source=source, reason=str(exc), record_id=item.record_id))
+        if len(batch) >= batch_size:
+            _write_batch(engine, batch, report, emit)
+            batch = []
+            if progress is not None:
+                progress(unreported)
+            unreported = 0
+    if batch:
+        _write_batch(engine, batch, report, emit)
+    if progress is not None and unreported:
+        progress(unreported)
+    report.wall_s = (datetime.now(UTC) - started).total_seconds()
+    return report
