@@ -1,0 +1,111 @@
+"""The corpus row and its metadata: the one shape every source is normalised into (SPEC §8.1).
+
+A row is `{messages, tools, metadata}`: `messages` in the OpenAI tool-calls schema (assistant
+`tool_calls` with JSON-text `arguments`, each answered by a `tool` message carrying its id; thinking in
+`reasoning_content`), `tools` the OpenAI function schemas the episode offered, `metadata` what the
+later stages decide on. Every stage reads and writes this model, so a source's quirks stop at the
+normaliser.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Axis = Literal["A", "B"]
+Pool = Literal["train", "eval", "never_touch"]
+
+# Stable reject reasons (the public contract of rejects.jsonl and the report).
+UNREADABLE = "unreadable"
+UNKNOWN_SHAPE = "unknown_shape"
+MALFORMED = "malformed_record"
+JUDGE_BELOW_THRESHOLD = "judge_below_threshold"
+UNPAIRED_TOOL_CALL = "unpaired_tool_call"
+RECOMMEND_COUNT = "recommend_count"
+RECOMMEND_UNRESOLVED = "recommend_unresolved"
+TOO_LONG = "too_long"
+THINK_THEN_STOP = "think_then_stop"
+DEDUP_RANKED_OUT = "dedup_ranked_out"
+NEVER_TOUCH = "never_touch"
+
+NORMALISE_REASONS = (UNREADABLE, UNKNOWN_SHAPE, MALFORMED)
+GATE_REASONS = (
+    JUDGE_BELOW_THRESHOLD,
+    UNPAIRED_TOOL_CALL,
+    RECOMMEND_COUNT,
+    RECOMMEND_UNRESOLVED,
+    THINK_THEN_STOP,
+    TOO_LONG,
+)
+"""In the order the gates run: a row is rejected for the first gate it fails."""
+LATE_REASONS = (DEDUP_RANKED_OUT, NEVER_TOUCH)
+ALL_REASONS = (*NORMALISE_REASONS, *GATE_REASONS, *LATE_REASONS)
+
+
+class Signals(BaseModel):
+    """Ranking signals (SPEC §8.4), kept on every row so a reader can see why it won or lost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    depth: int = 0
+    """Assistant turns carrying both reasoning text and at least one tool call."""
+    tool_calls: int = 0
+    reformulations: int = 0
+    """Distinct normalised `find_product` queries."""
+    verified: bool = False
+    """check_product_match, or a view_product_information of a recommended id, before recommending."""
+    longest_identical_run: int = 0
+    """Longest run of consecutive calls with the same name and arguments."""
+    shape: str = ""
+    """The tool-call sequence as letters (see `rank.SHAPE_LETTERS`), for the diversity tie-break."""
+
+
+class RowMetadata(BaseModel):
+    """What the pipeline knows about a row; filled by the normaliser, extended by later stages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    problem_id: str
+    query: str
+    bucket: str | None = None
+    leak_cluster_id: str | None = None
+    judge_quality: float | None = None
+    """None = unjudged; an unjudged row never passes the quality gate."""
+    tool_call_origin: Literal["llm", "code", "mixed"] | None = None
+    """Who emitted the row's calls, when the source recorded it."""
+    origin_counts: dict[str, int] | None = None
+    """Per-origin counts of the non-ending calls (search, view, check …) when recorded."""
+    source: str
+    """Where the row came from: `file:line` (or `file[index]` for a JSON list)."""
+    source_format: str
+    record_id: str | None = None
+    agent_id: str | None = None
+    score_success: bool | None = None
+    axis: Axis | None = None
+    axis_method: Literal["origin", "structure"] | None = None
+    signals: Signals | None = None
+    token_count: int | None = None
+    split: Pool | None = None
+
+
+class CorpusRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    metadata: RowMetadata
+
+
+class RejectedRow(BaseModel):
+    """One line of rejects.jsonl: the reason, a human detail, where it came from and what it was."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str
+    detail: str
+    source: str
+    problem_id: str | None = None
+    row: dict[str, Any] | None = None
+    """The normalised row when normalisation succeeded; else the raw record (or its text) in `raw`."""
+    raw: Any = None

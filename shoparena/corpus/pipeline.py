@@ -1,0 +1,469 @@
+"""`build_corpus`: sources → normalise → gates → axis → rank → split → export, streaming.
+
+Stage 1 (normalise, gates, signals, axis) is row-local and runs in worker processes over chunks of
+input lines; its rejects and axis-B rows are written as they come. Axis-A survivors are appended to a
+spill file, and their small ranking tuples to a SQLite table keyed by problem id. Stage 2 reads that
+table sorted by problem (SQLite sorts on disk), keeps `per_problem` rows per problem and rejects the
+rest as `dedup_ranked_out`. Stage 3 clusters the problems (memory O(problems)) and plans the split;
+stage 4 streams the kept rows, in input order, into train / eval (JSONL and Parquet) and never-touch
+rows into the rejects. Nothing is lost: inputs = kept + rejected + axis-B + deduplicated is checked on
+the files actually written, every run, and a mismatch raises.
+
+Ranking happens after the axis split, so an axis-B row never takes one of a problem's slots from an
+axis-A row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import sqlite3
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoparena.corpus import gates as gate_mod
+from shoparena.corpus.axis import classify_axis
+from shoparena.corpus.export import HashingWriter, ParquetSink, trl_row
+from shoparena.corpus.models import (
+    DEDUP_RANKED_OUT,
+    JUDGE_BELOW_THRESHOLD,
+    NEVER_TOUCH,
+    UNREADABLE,
+    CorpusRow,
+)
+from shoparena.corpus.normalise import NormaliseError, normalise_record
+from shoparena.corpus.rank import Candidate, choose, compute_signals, rank_key
+from shoparena.corpus.sources import iter_records, resolve_inputs
+from shoparena.corpus.split import NeverTouch, ProblemEntry, check_disjoint, plan_split
+from shoparena.corpus.tokens import TokenCounter
+from shoparena.corpus.trace import trace_calls
+
+CHUNK = 256
+MANIFEST_SCHEMA = "shoparena.corpus-manifest/1"
+OUTPUT_FILES = ("train.jsonl", "eval.jsonl", "axis_b.jsonl", "rejects.jsonl")
+
+
+class CorpusConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[Path]
+    out: Path
+    catalog: Path | None = None
+    min_quality: float = gate_mod.DEFAULT_MIN_QUALITY
+    max_length: int = gate_mod.DEFAULT_MAX_LENGTH
+    tokenizer: str | None = None
+    per_problem: int = Field(default=2, ge=1)
+    eval_size: int | None = None
+    never_touch: list[Path] = Field(default_factory=list)
+    problems: list[Path] = Field(default_factory=list)
+    """Problem files whose reward-spec fingerprints name the leak clusters of their problems."""
+    seed: int = 0
+    workers: int = 1
+    parquet: bool = True
+    report: bool = True
+
+
+class ConservationError(RuntimeError):
+    pass
+
+
+class CorpusResult(BaseModel):
+    counts: dict[str, int]
+    reasons: dict[str, int]
+    manifest: dict[str, Any]
+    out: Path
+    seconds: float
+
+
+# -- stage 1: row-local work (runs in workers) -----------------------------------------------------------
+class _Stage1:
+    def __init__(self, config: CorpusConfig):
+        self.config = config
+        self.counter = TokenCounter(config.tokenizer)
+        self.catalog = None
+        if config.catalog is not None:
+            from shoparena.index.catalog_dir import open_catalog
+
+            self.catalog = open_catalog(config.catalog)
+
+    def run(self, chunk: list[tuple[str, bytes]]) -> list[tuple]:
+        outcomes: list[tuple | None] = []
+        pending: list[tuple[int, CorpusRow, list]] = []
+        for source, raw in chunk:
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                outcomes.append(
+                    _reject(
+                        UNREADABLE,
+                        f"not JSON: {exc}",
+                        source,
+                        None,
+                        None,
+                        raw.decode("utf-8", "replace")[:2000],
+                    )
+                )
+                continue
+            try:
+                row = normalise_record(record, source)
+            except NormaliseError as exc:
+                outcomes.append(_reject(exc.reason, exc.detail, source, None, None, record))
+                continue
+            calls = trace_calls(row.messages)
+            meta = row.metadata
+            meta.signals = compute_signals(row, calls)
+            meta.axis, meta.axis_method = classify_axis(row, calls)
+            failure = (
+                gate_mod.quality_gate(row, self.config.min_quality)
+                or gate_mod.pairing_gate(row.messages)
+                or gate_mod.recommend_gates(calls, self.catalog)
+                or gate_mod.ending_gate(row.messages, calls)
+            )
+            if failure is not None:
+                outcomes.append(_reject(failure.reason, failure.detail, source, meta.problem_id, row, None))
+                continue
+            outcomes.append(None)
+            pending.append((len(outcomes) - 1, row, calls))
+        counts = self.counter.count_many([(row.messages, row.tools) for _, row, _ in pending])
+        for (index, row, _), tokens in zip(pending, counts, strict=True):
+            meta = row.metadata
+            meta.token_count = tokens
+            failure = gate_mod.length_gate(tokens, self.config.max_length)
+            if failure is not None:
+                outcomes[index] = _reject(
+                    failure.reason, failure.detail, meta.source, meta.problem_id, row, None
+                )
+                continue
+            data = orjson.dumps(row.model_dump(mode="json"))
+            if meta.axis == "B":
+                outcomes[index] = ("axis_b", meta.bucket, data)
+                continue
+            key = rank_key(meta.signals, meta.judge_quality)
+            outcomes[index] = (
+                "cand",
+                meta.problem_id,
+                meta.bucket,
+                meta.query,
+                meta.leak_cluster_id,
+                orjson.dumps(key),
+                meta.signals.shape,
+                hashlib.sha256(data).hexdigest()[:16],
+                data,
+            )
+        return outcomes  # type: ignore[return-value]
+
+
+def _reject(
+    reason: str, detail: str, source: str, problem_id: str | None, row: CorpusRow | None, raw: Any
+) -> tuple:
+    bucket = row.metadata.bucket if row is not None else None
+    payload = {
+        "reason": reason,
+        "detail": detail,
+        "source": source,
+        "problem_id": problem_id,
+        "row": row.model_dump(mode="json") if row is not None else None,
+        "raw": raw,
+    }
+    unjudged = row is not None and row.metadata.judge_quality is None
+    return ("reject", reason, bucket, orjson.dumps(payload, default=str), unjudged)
+
+
+_WORKER: _Stage1 | None = None
+
+
+def _init_worker(config: CorpusConfig) -> None:
+    global _WORKER
+    _WORKER = _Stage1(config)
+
+
+def _work(chunk: list[tuple[str, bytes]]) -> list[tuple]:
+    assert _WORKER is not None
+    return _WORKER.run(chunk)
+
+
+def _chunks(config: CorpusConfig) -> Iterator[list[tuple[str, bytes]]]:
+    chunk: list[tuple[str, bytes]] = []
+    for path in resolve_inputs(config.inputs):
+        for item in iter_records(path):
+            chunk.append(item)
+            if len(chunk) >= CHUNK:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+# -- the build --------------------------------------------------------------------------------------------
+class _Tally:
+    def __init__(self) -> None:
+        self.reasons: Counter[str] = Counter()
+        self.buckets: dict[str, Counter[str]] = defaultdict(Counter)
+        self.counts: Counter[str] = Counter()
+
+    def add(self, what: str, bucket: str | None) -> None:
+        self.buckets[bucket or "unknown"][what] += 1
+
+
+def _load_problems(paths: list[Path]):
+    from shoparena.problems.io import read_problems
+
+    problems = []
+    for path in paths:
+        result = read_problems(path)
+        if result.rejects and not result.problems:
+            raise ValueError(f"{path}: no problem could be read ({len(result.rejects)} rejects)")
+        problems.extend(result.problems)
+    return problems
+
+
+def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = None) -> CorpusResult:
+    started = time.perf_counter()
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    tally = _Tally()
+    writers = {name: HashingWriter(out / name) for name in OUTPUT_FILES}
+    rejects, axis_b = writers["rejects.jsonl"], writers["axis_b.jsonl"]
+    never_problems = _load_problems(config.never_touch)
+    known = _load_problems(config.problems) + never_problems
+    from shoparena.problems.canonical import reward_fingerprint
+
+    fingerprints = {p.problem_id: p.leak_cluster_id or reward_fingerprint(p) for p in known}
+    never = NeverTouch.from_problems(never_problems)
+    counter_name = TokenCounter(config.tokenizer).name  # fail early on a bad tokenizer, before workers start
+
+    with tempfile.TemporaryDirectory(prefix="corpus-", dir=out) as scratch:
+        spill_path = Path(scratch) / "candidates.bin"
+        db = sqlite3.connect(str(Path(scratch) / "rank.sqlite"))
+        db.execute("PRAGMA journal_mode=OFF")
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute(
+            "CREATE TABLE cand (seq INTEGER PRIMARY KEY, problem_id TEXT, bucket TEXT, query TEXT, hint TEXT, "
+            "key TEXT, shape TEXT, digest TEXT, offset INTEGER, length INTEGER)"
+        )
+        spill = spill_path.open("wb")
+        offset = 0
+        seq = 0
+        inputs = 0
+        batch: list[tuple] = []
+
+        def consume(outcomes: list[tuple]) -> None:
+            nonlocal offset, seq, inputs
+            for outcome in outcomes:
+                inputs += 1
+                kind = outcome[0]
+                if kind == "reject":
+                    _, reason, bucket, payload, unjudged = outcome
+                    rejects.write_line(payload)
+                    tally.reasons[reason] += 1
+                    if unjudged and reason == JUDGE_BELOW_THRESHOLD:
+                        tally.counts["unjudged"] += 1
+                    tally.add("rejected", bucket)
+                elif kind == "axis_b":
+                    axis_b.write_line(outcome[2])
+                    tally.add("axis_b", outcome[1])
+                else:
+                    _, problem_id, bucket, query, hint, key, shape, digest, data = outcome
+                    spill.write(data)
+                    batch.append(
+                        (seq, problem_id, bucket, query, hint, key.decode(), shape, digest, offset, len(data))
+                    )
+                    offset += len(data)
+                    seq += 1
+            if len(batch) >= 5000:
+                db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?)", batch)
+                batch.clear()
+            if progress is not None:
+                progress(len(outcomes))
+
+        if config.workers > 1:
+            context = multiprocessing.get_context("fork")
+            with context.Pool(config.workers, initializer=_init_worker, initargs=(config,)) as pool:
+                for outcomes in pool.imap(_work, _chunks(config), chunksize=1):
+                    consume(outcomes)
+        else:
+            stage = _Stage1(config)
+            for chunk in _chunks(config):
+                consume(stage.run(chunk))
+        if batch:
+            db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?)", batch)
+        spill.close()
+        db.commit()
+        tally.counts["inputs"] = inputs
+        candidates = seq
+
+        # -- stage 2: rank per problem ----------------------------------------------------------------
+        db.execute(
+            "CREATE TABLE kept (seq INTEGER PRIMARY KEY, problem_id TEXT, offset INTEGER, length INTEGER)"
+        )
+        problems: list[ProblemEntry] = []
+        kept_batch: list[tuple] = []
+        with spill_path.open("rb") as spill_in:
+
+            def read_row(off: int, length: int) -> bytes:
+                spill_in.seek(off)
+                return spill_in.read(length)
+
+            def finish(group: list[tuple]) -> None:
+                cands = [
+                    Candidate(seq=g[0], key=tuple(orjson.loads(g[5])), shape=g[6], digest=g[7]) for g in group
+                ]
+                kept, dropped = choose(cands, config.per_problem)
+                by_seq = {g[0]: g for g in group}
+                for cand in kept:
+                    g = by_seq[cand.seq]
+                    kept_batch.append((g[0], g[1], g[8], g[9]))
+                for cand in dropped:
+                    g = by_seq[cand.seq]
+                    row = orjson.loads(read_row(g[8], g[9]))
+                    winners = ", ".join(by_seq[k.seq][7] for k in kept)
+                    rejects.write(
+                        {
+                            "reason": DEDUP_RANKED_OUT,
+                            "detail": f"problem kept its {len(kept)} best-ranked rows ({winners})",
+                            "source": row["metadata"]["source"],
+                            "problem_id": g[1],
+                            "row": row,
+                            "raw": None,
+                        }
+                    )
+                    tally.reasons[DEDUP_RANKED_OUT] += 1
+                    tally.add("rejected", g[2])
+                first = group[0]
+                buckets = Counter(g[2] for g in group)
+                problems.append(
+                    ProblemEntry(
+                        problem_id=first[1],
+                        bucket=min(buckets, key=lambda b: (-buckets[b], b or "")),
+                        query=first[3],
+                        cluster_hint=next((g[4] for g in group if g[4]), None),
+                        rows=len(kept),
+                    )
+                )
+                if len(kept_batch) >= 5000:
+                    db.executemany("INSERT INTO kept VALUES (?,?,?,?)", kept_batch)
+                    kept_batch.clear()
+
+            group: list[tuple] = []
+            cursor = db.execute("SELECT * FROM cand ORDER BY problem_id, seq")
+            for record in cursor:
+                if group and record[1] != group[0][1]:
+                    finish(group)
+                    group = []
+                group.append(record)
+            if group:
+                finish(group)
+            if kept_batch:
+                db.executemany("INSERT INTO kept VALUES (?,?,?,?)", kept_batch)
+            db.commit()
+
+            # -- stage 3: leak clusters and the split plan ------------------------------------------------
+            plan = plan_split(problems, fingerprints, never, config.eval_size, config.seed)
+
+            # -- stage 4: export --------------------------------------------------------------------------
+            parquet = {}
+            if config.parquet:
+                parquet = {
+                    "train": ParquetSink(out / "train.parquet"),
+                    "eval": ParquetSink(out / "eval.parquet"),
+                }
+            pairs: dict[str, set[tuple[str, str]]] = {"train": set(), "eval": set()}
+            for seq_no, problem_id, off, length in db.execute("SELECT * FROM kept ORDER BY seq"):
+                del seq_no
+                row = orjson.loads(read_row(off, length))
+                pool_name = plan.pool[problem_id]
+                cluster = plan.cluster[problem_id]
+                meta = row["metadata"]
+                meta["split"] = pool_name
+                meta["leak_cluster_id"] = meta.get("leak_cluster_id") or cluster
+                bucket = meta.get("bucket")
+                if pool_name == "never_touch":
+                    rejects.write(
+                        {
+                            "reason": NEVER_TOUCH,
+                            "detail": f"problem is in never-touch cluster {cluster}",
+                            "source": meta["source"],
+                            "problem_id": problem_id,
+                            "row": row,
+                            "raw": None,
+                        }
+                    )
+                    tally.reasons[NEVER_TOUCH] += 1
+                    tally.add("rejected", bucket)
+                    continue
+                writers[f"{pool_name}.jsonl"].write(trl_row(row))
+                pairs[pool_name].add((problem_id, cluster))
+                tally.add(pool_name, bucket)
+                if pool_name in parquet:
+                    parquet[pool_name].write(row)
+        db.close()
+        check_disjoint(pairs["train"], pairs["eval"])
+        files = {name: writer.close() for name, writer in writers.items()}
+        for name, sink in parquet.items():
+            files[f"{name}.parquet"] = sink.close()
+
+    counts = {
+        "inputs": inputs,
+        "train": files["train.jsonl"]["rows"],
+        "eval": files["eval.jsonl"]["rows"],
+        "axis_b": files["axis_b.jsonl"]["rows"],
+        "rejected": files["rejects.jsonl"]["rows"] - tally.reasons[DEDUP_RANKED_OUT],
+        "deduplicated": tally.reasons[DEDUP_RANKED_OUT],
+        "axis_a_candidates": candidates,
+        "problems": len(plan.pool),
+        "clusters": plan.clusters,
+        "eval_target": plan.eval_target,
+        "unjudged_rejected": tally.counts["unjudged"],
+    }
+    accounted = (
+        counts["train"] + counts["eval"] + counts["rejected"] + counts["axis_b"] + counts["deduplicated"]
+    )
+    if accounted != inputs or sum(tally.reasons.values()) != files["rejects.jsonl"]["rows"]:
+        raise ConservationError(
+            f"count conservation failed: inputs {inputs} != kept {counts['train'] + counts['eval']} + rejected "
+            f"{counts['rejected']} + axis-B {counts['axis_b']} + deduplicated {counts['deduplicated']} = {accounted}"
+        )
+    manifest = {
+        "schema": MANIFEST_SCHEMA,
+        "config": {
+            **config.model_dump(mode="json", exclude={"out", "workers", "report"}),
+            "tokenizer": counter_name,
+        },
+        "counts": counts,
+        "reasons": dict(sorted(tally.reasons.items())),
+        "by_bucket": {b: dict(c) for b, c in sorted(tally.buckets.items())},
+        "eval_problems_sha256": hashlib.sha256(
+            "\n".join(sorted(p for p, _ in pairs["eval"])).encode()
+        ).hexdigest(),
+        "files": files,
+    }
+    manifest["manifest_sha256"] = hashlib.sha256(
+        orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS)
+    ).hexdigest()
+    (out / "manifest.json").write_bytes(
+        orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    )
+    result = CorpusResult(
+        counts=counts,
+        reasons=dict(tally.reasons),
+        manifest=manifest,
+        out=out,
+        seconds=time.perf_counter() - started,
+    )
+    if config.report:
+        from shoparena.corpus.report import write_report
+
+        write_report(result)
+    return result
+
+
+def default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))

@@ -1,0 +1,69 @@
+"""Input discovery: run directories, JSONL files (one record per line) and JSON files (a list of records,
+one record, or one arena step log), read as a stream of (source label, record bytes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+TRAJECTORIES_FILE = "trajectories.jsonl"
+
+
+class SourceError(ValueError):
+    pass
+
+
+def resolve_inputs(inputs: list[Path | str]) -> list[Path]:
+    files = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            run_file = path / TRAJECTORIES_FILE
+            if not run_file.exists():
+                raise SourceError(f"{path} is a directory without {TRAJECTORIES_FILE} (not a run directory)")
+            files.append(run_file)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise SourceError(f"input {path} does not exist")
+    return files
+
+
+def _is_step(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("completion"), dict)
+
+
+def iter_records(path: Path) -> Iterator[tuple[str, bytes]]:
+    """(label, raw record bytes); a JSON file is decoded whole (a list of records must fit in memory),
+    a JSONL file streams line by line. Undecodable lines are passed on as they are, so they are
+    rejected with a reason rather than stopping the run."""
+    with path.open("rb") as handle:
+        head = handle.read(4096).lstrip()
+    is_jsonl = path.suffix == ".jsonl" or not head.startswith(b"[")
+    if path.suffix == ".json" and head.startswith(b"{"):
+        try:
+            value = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            yield f"{path.name}[0]", orjson.dumps(value)
+            return
+    if is_jsonl:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield f"{path.name}:{number}", line.rstrip(b"\r\n")
+        return
+    try:
+        value = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        yield f"{path.name}", path.read_bytes()[:2000]
+        del exc
+        return
+    if isinstance(value, list) and value and all(_is_step(v) for v in value):
+        yield f"{path.name}[0]", orjson.dumps(value)
+        return
+    for index, item in enumerate(value if isinstance(value, list) else [value]):
+        yield f"{path.name}[{index}]", orjson.dumps(item)

@@ -1,0 +1,241 @@
+"""Leak-cluster-guarded split (SPEC §8.6): problems → clusters → train / eval / never-touch pools.
+
+Clusters are the connected components of two links between problems:
+- the same leak cluster: a `leak_cluster_id` the row carries, or the reward-spec fingerprint
+  (`problems.canonical.reward_fingerprint`) of a problem known from a problems file;
+- near-duplicate query text: MinHash/LSH (datasketch) over the query's content words. Problems that
+  carry no cluster (rows normalised from text, with ids hashed from their first user turn) are looked up
+  against every query; problems with a known cluster only link through it, so template-shared wording
+  between different generated tasks does not chain unrelated tasks together.
+
+A cluster holding any never-touch problem (by id, by fingerprint or by near-duplicate query) is
+never-touch as a whole. The other clusters are drawn for eval per bucket (a cluster's bucket is its
+most common one), in a seeded order, until each bucket's share of `eval_size` rows is met; the rest is
+train. `check_disjoint` verifies the result and raises `LeakError`.
+
+Memory is O(distinct problems), independent of the number of rows.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+from shoparena.problems.canonical import reward_fingerprint
+from shoparena.problems.models import Problem
+
+NUM_PERM = 64
+LSH_THRESHOLD = 0.6
+_WORD = re.compile(r"[a-z0-9]+")
+STOPWORDS = frozenset(
+    ["a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "with", "without", "that", "this", "is", "are", "be", "i", "me", "my", "we", "you", "your", "it", "its", "please", "want", "need", "looking", "find", "show", "get", "buy", "some", "any", "from", "by", "at", "as", "can", "could", "would", "like", "which", "under", "over", "than", "less", "more", "about", "one"]
+)
+
+
+class LeakError(RuntimeError):
+    """train and eval share a problem or a leak cluster: the split is invalid."""
+
+
+class ProblemEntry(BaseModel):
+    problem_id: str
+    bucket: str | None
+    query: str
+    cluster_hint: str | None
+    rows: int
+
+
+class SplitPlan(BaseModel):
+    """Where every problem goes, and the cluster it was assigned with."""
+
+    pool: dict[str, str]
+    cluster: dict[str, str]
+    eval_target: int
+    clusters: int
+    never_touch_clusters: int
+
+
+class NeverTouch(BaseModel):
+    problem_ids: set[str] = set()
+    fingerprints: set[str] = set()
+    queries: list[str] = []
+
+    @classmethod
+    def from_problems(cls, problems: Iterable[Problem]) -> NeverTouch:
+        out = cls()
+        for problem in problems:
+            out.problem_ids.add(problem.problem_id)
+            out.fingerprints.add(problem.leak_cluster_id or reward_fingerprint(problem))
+            out.fingerprints.add(reward_fingerprint(problem))
+            out.queries.append(problem.query)
+        return out
+
+
+def query_words(query: str) -> set[str]:
+    words = {w for w in _WORD.findall(query.lower()) if w not in STOPWORDS}
+    return words or set(_WORD.findall(query.lower()))
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        parent = self.parent
+        root = x
+        while parent.setdefault(root, root) != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            if ra < rb:
+                ra, rb = rb, ra
+            self.parent[ra] = rb
+
+
+def _minhashes(queries: list[str]):
+    from datasketch import MinHash
+
+    return MinHash.bulk([[w.encode() for w in sorted(query_words(q))] for q in queries], num_perm=NUM_PERM)
+
+
+def leak_clusters(
+    problems: list[ProblemEntry], known_fingerprints: dict[str, str], never_touch: NeverTouch
+) -> tuple[dict[str, str], set[str]]:
+    """(problem id → cluster id, never-touch cluster ids)."""
+    from datasketch import MinHashLSH
+
+    uf = _UnionFind()
+    nodes = [f"p:{p.problem_id}" for p in problems]
+    for node, entry in zip(nodes, problems, strict=True):
+        uf.find(node)
+        hint = entry.cluster_hint or known_fingerprints.get(entry.problem_id)
+        if hint:
+            uf.union(node, f"c:{hint}")
+        if entry.problem_id in never_touch.problem_ids:
+            uf.union(node, "never")
+    for fingerprint in never_touch.fingerprints:
+        if uf.parent.get(f"c:{fingerprint}") is not None:
+            uf.union(f"c:{fingerprint}", "never")
+
+    lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)
+    hashes = _minhashes([p.query for p in problems])
+    for node, minhash in zip(nodes, hashes, strict=True):
+        lsh.insert(node, minhash)
+    for i, minhash in enumerate(_minhashes(never_touch.queries)):
+        for node in lsh.query(minhash):
+            uf.union(node, "never")
+        lsh.insert(f"n:{i}", minhash)
+        uf.union(f"n:{i}", "never")
+    for node, entry, minhash in zip(nodes, problems, hashes, strict=True):
+        if entry.cluster_hint or entry.problem_id in known_fingerprints:
+            continue
+        for other in lsh.query(minhash):
+            uf.union(node, other)
+
+    never_root = uf.find("never")
+    cluster_of: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for node, entry in zip(nodes, problems, strict=True):
+        root = uf.find(node)
+        if root not in names:
+            hint_root = root[2:] if root.startswith("c:") else None
+            names[root] = hint_root or f"lsh-{root[2:][:32]}"
+            if root == never_root:
+                names[root] = "never-touch"
+        cluster_of[entry.problem_id] = names[root]
+    return cluster_of, {"never-touch"} if never_root in names else set()
+
+
+def plan_split(
+    problems: list[ProblemEntry],
+    known_fingerprints: dict[str, str],
+    never_touch: NeverTouch,
+    eval_size: int | None,
+    seed: int,
+) -> SplitPlan:
+    cluster_of, never = leak_clusters(problems, known_fingerprints, never_touch)
+    members: dict[str, list[ProblemEntry]] = defaultdict(list)
+    for entry in problems:
+        members[cluster_of[entry.problem_id]].append(entry)
+    candidates = {c: m for c, m in members.items() if c not in never}
+    total_rows = sum(e.rows for m in candidates.values() for e in m)
+    target = default_eval_size(total_rows) if eval_size is None else max(0, min(eval_size, total_rows))
+
+    by_bucket: dict[str, list[str]] = defaultdict(list)
+    bucket_rows: Counter[str] = Counter()
+    for cluster, entries in candidates.items():
+        counts: Counter[str] = Counter()
+        for e in entries:
+            counts[e.bucket or "unknown"] += e.rows
+        bucket = min(counts, key=lambda b: (-counts[b], b))
+        by_bucket[bucket].append(cluster)
+        bucket_rows[bucket] += sum(e.rows for e in entries)
+    quotas = _quotas(bucket_rows, target)
+    rng = random.Random(seed)
+    eval_clusters: set[str] = set()
+    for bucket in sorted(by_bucket):
+        order = sorted(by_bucket[bucket])
+        rng.shuffle(order)
+        taken = 0
+        for cluster in order:
+            size = sum(e.rows for e in candidates[cluster])
+            shortfall = quotas[bucket] - taken
+            if shortfall <= 0:
+                break
+            if size - shortfall <= shortfall:  # overshoot by at most what is still missing
+                eval_clusters.add(cluster)
+                taken += size
+    pool = {}
+    for cluster, entries in members.items():
+        name = "never_touch" if cluster in never else "eval" if cluster in eval_clusters else "train"
+        for e in entries:
+            pool[e.problem_id] = name
+    return SplitPlan(
+        pool=pool,
+        cluster=cluster_of,
+        eval_target=target,
+        clusters=len(members),
+        never_touch_clusters=len(never & set(members)),
+    )
+
+
+def default_eval_size(rows: int) -> int:
+    """10% of the rows, at most 1000 (and none for fewer than 10 rows)."""
+    return 0 if rows < 10 else min(1000, rows // 10)
+
+
+def _quotas(bucket_rows: Counter[str], target: int) -> dict[str, int]:
+    """Largest-remainder shares of `target` in proportion to each bucket's rows."""
+    total = sum(bucket_rows.values())
+    if total == 0 or target == 0:
+        return dict.fromkeys(bucket_rows, 0)
+    exact = {b: target * n / total for b, n in bucket_rows.items()}
+    quotas = {b: int(v) for b, v in exact.items()}
+    for b in sorted(exact, key=lambda b: (-(exact[b] - quotas[b]), b))[: target - sum(quotas.values())]:
+        quotas[b] += 1
+    return quotas
+
+
+def check_disjoint(train: Iterable[tuple[str, str]], eval_: Iterable[tuple[str, str]]) -> None:
+    """Raise `LeakError` when train and eval share a problem id or a leak cluster; both are (problem id,
+    cluster id) pairs as written to the files."""
+    train_ids, train_clusters = set(), set()
+    for problem_id, cluster in train:
+        train_ids.add(problem_id)
+        train_clusters.add(cluster)
+    pairs = list(eval_)
+    shared_ids = sorted({p for p, _ in pairs} & train_ids)
+    shared_clusters = sorted({c for _, c in pairs} & train_clusters)
+    if shared_ids or shared_clusters:
+        raise LeakError(
+            f"train ∩ eval is not empty: {len(shared_ids)} problem ids (e.g. {shared_ids[:3]}) and "
+            f"{len(shared_clusters)} leak clusters (e.g. {shared_clusters[:3]}) are in both"
+        )

