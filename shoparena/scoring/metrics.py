@@ -189,6 +189,9 @@ def judge_coefficient(quality: float) -> float:
     """1 at q ≥ 0.8, else 0.3 + 0.7·q/0.8: reasoning quality scales, but never zeroes, task success."""
     if not 0 <= quality <= 1:
         raise ValueError(f"judge quality must be within [0, 1], got {quality}")
+    # q is a mean of the levels 0.1…0.9; float summation can land a hair under 0.8 for a mix that
+    # is exactly 0.8, so compare at a precision far below the levels' spacing.
+    quality = round(quality, 9)
     if quality >= JUDGE_FULL_CREDIT_QUALITY:
         return 1.0
     return 0.3 + 0.7 * quality / JUDGE_FULL_CREDIT_QUALITY

@@ -133,3 +133,12 @@ def test_bootstrap_intervals_are_seeded_and_bracket_the_value():
     assert asr.high - asr.low == pytest.approx(4 * se, rel=0.35)
     certain = aggregate([episode() for _ in range(10)], n_bootstrap=200).overall.metrics["asr"]
     assert certain.low == certain.high == 1.0
+
+
+def test_coefficient_gives_full_credit_to_a_mean_that_is_exactly_point_eight_in_decimal():
+    from shoparena.scoring.metrics import judge_coefficient
+
+    qualities = [0.5, 0.9, 0.9, 0.9, 0.7, 0.9]  # exactly 0.8 in decimal
+    assert sum(qualities) / len(qualities) < 0.8  # …but 0.7999999999999999 in floats
+    assert judge_coefficient(sum(qualities) / len(qualities)) == 1.0
+    assert judge_coefficient(0.8 - 1e-6) < 1.0
