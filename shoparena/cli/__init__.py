@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from shoparena.cli import catalog_cmd, harness_cmd, judge_cmd, problems_cmd, score_cmd, store_cmd
+from shoparena.cli import (
+    catalog_cmd,
+    corpus_cmd,
+    harness_cmd,
+    judge_cmd,
+    problems_cmd,
+    score_cmd,
+    store_cmd,
+)
 
 app = typer.Typer(
     name="shoparena",
@@ -24,6 +32,7 @@ problems_cmd.register(app)
 score_cmd.register(app)
 store_cmd.register(app)
 judge_cmd.register(app)
+corpus_cmd.register(app)
 
 
 def main() -> None:
