@@ -12,12 +12,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import Engine, Text, cast
+from sqlalchemy import Engine, Text, cast, func
 
-from shoparena.agents.trajectory import TrajectoryRecord
 from shoparena.store.errors import StoreError, StoreIntegrityError
 from shoparena.store.query import DEFAULT_PAGE, EVALUATIONS, RecordFilter, invalidated_clause, iter_rows
-from shoparena.store.records import canonical_bytes, content_sha256
+from shoparena.store.records import content_sha256
 
 ExportFormat = Literal["jsonl", "parquet"]
 EXPORT_FORMATS = ("jsonl", "parquet")
@@ -53,16 +52,14 @@ PARQUET_COLUMNS = (
 )
 
 
-def verified_record_bytes(record_id: str, sha256: str, stored_text: str) -> bytes:
-    """The record's canonical bytes, proven against its content hash.
+def stored_text_column():
+    """The canonical text of each row on either dialect (see `Evaluation.record_text`)."""
+    return func.coalesce(EVALUATIONS.c.record_text, cast(EVALUATIONS.c.record, Text))
 
-    SQLite returns the stored text unchanged (the fast path); PostgreSQL's jsonb reorders keys, so the
-    canonical form is rebuilt through the record model and must hash to the same value.
-    """
+
+def verified_record_bytes(record_id: str, sha256: str, stored_text: str) -> bytes:
+    """The record's canonical bytes, proven against its content hash (a cheap check on every export)."""
     data = stored_text.encode()
-    if content_sha256(data) == sha256:
-        return data
-    data = canonical_bytes(TrajectoryRecord.model_validate_json(data))
     if content_sha256(data) != sha256:
         raise StoreIntegrityError(
             f"record {record_id}: stored content no longer matches its content hash {sha256[:12]}…"
@@ -75,7 +72,7 @@ def iter_canonical(
 ) -> Iterator[tuple[str, bytes]]:
     """(record_id, canonical bytes) for every selected record, in ingest order."""
     c = EVALUATIONS.c
-    for rows in iter_rows(engine, (c.record_id, c.content_sha256, cast(c.record, Text)), where, page):
+    for rows in iter_rows(engine, (c.record_id, c.content_sha256, stored_text_column()), where, page):
         for record_id, sha256, text in rows:
             yield record_id, verified_record_bytes(record_id, sha256, text)
 
@@ -152,7 +149,7 @@ def export_parquet(
     columns = [c[name] for name in PARQUET_COLUMNS]
     if where.include_invalidated:
         columns.append(invalidated_clause().label("invalidated"))
-    columns.append(cast(c.record, Text))
+    columns.append(stored_text_column())
 
     def write(path: Path) -> int:
         written = 0

@@ -154,7 +154,7 @@ def _stored_hashes(connection: Connection, record_ids: Sequence[str]) -> dict[st
         query = select(EVALUATIONS.c.record_id, EVALUATIONS.c.content_sha256).where(
             EVALUATIONS.c.record_id.in_(chunk)
         )
-        found.update(connection.execute(query).tuples())
+        found.update((record_id, sha256) for record_id, sha256 in connection.execute(query))
     return found
 
 

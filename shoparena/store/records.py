@@ -39,7 +39,9 @@ class PreparedRecord:
 def canonical_bytes(record: TrajectoryRecord) -> bytes:
     """The record's one serialisation: compact JSON in model field order, as the eval runner writes it.
 
-    Its sha256 is the content hash, and a JSONL export returns exactly these bytes.
+    Its sha256 is the content hash, and a JSONL export returns exactly these bytes (the order of keys in
+    free-form dicts — messages, tool schemas, call results — is part of it, which is why PostgreSQL
+    keeps the text beside the jsonb).
     """
     return orjson.dumps(record.model_dump(mode="json"))
 
@@ -107,8 +109,10 @@ def prepare(
         "shoparena_version": record.shoparena_version,
         "created_at": parse_started_at(record.timings.started_at),
         "ingested_at": ingested_at,
-        "record": CanonicalJSON(data.decode()),
     }
+    text = data.decode()
+    row["record"] = CanonicalJSON(text)
+    row["record_text"] = text if dialect == "postgresql" else None
     for name, limit in MAX_LENGTHS.items():
         value = row[name]
         if value is not None and len(value) > limit:

@@ -1,7 +1,8 @@
 """The store's tables as SQLAlchemy models (the alembic migrations create them; a test checks they agree).
 
 `evaluations` holds one row per canonical trajectory record: the provenance SPEC §6 asks for as flat,
-indexed columns, plus the whole record as JSON (JSONB on PostgreSQL). Rows are append-only — database
+indexed columns, plus the whole record as JSON (JSONB on PostgreSQL, with its exact text beside it).
+Rows are append-only — database
 triggers reject UPDATE and DELETE — so a wrong evaluation is withdrawn by a row in `invalidations`.
 """
 
@@ -100,6 +101,11 @@ class Evaluation(Base):
     """When the episode started (the record's `timings.started_at`)."""
     ingested_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
     record: Mapped[dict[str, Any]] = mapped_column(RecordJSON, nullable=False)
+    """The whole record, queryable in the database (`record->'score'->>'rule'`)."""
+    record_text: Mapped[str | None] = mapped_column(Text)
+    """The exact canonical bytes where `record` cannot keep them: PostgreSQL's jsonb reorders object keys
+    (free-form dicts like messages and tool schemas included). NULL on SQLite, whose JSON column is
+    already that very text, so the trace is not stored twice there."""
 
     __table_args__ = (
         Index("ix_evaluations_agent_created", "agent_id", "created_at"),

@@ -20,7 +20,13 @@ from sqlalchemy.exc import OperationalError
 from shoparena.agents.trajectory import TrajectoryRecord
 from shoparena.store.engine import current_revision, make_engine, upgrade_to_head
 from shoparena.store.errors import StoreError, UnknownRecordError
-from shoparena.store.export import ExportFormat, export, iter_canonical
+from shoparena.store.export import (
+    ExportFormat,
+    export,
+    iter_canonical,
+    stored_text_column,
+    verified_record_bytes,
+)
 from shoparena.store.ingest import (
     DEFAULT_BATCH,
     IngestReport,
@@ -144,10 +150,13 @@ class TrajectoryStore:
 
     def get(self, record_id: str) -> TrajectoryRecord | None:
         """The stored record with this id (invalidated or not), or None."""
-        query = select(EVALUATIONS.c.record).where(EVALUATIONS.c.record_id == record_id)
+        c = EVALUATIONS.c
+        query = select(c.content_sha256, stored_text_column()).where(c.record_id == record_id)
         with self.engine.connect() as connection:
-            stored = connection.execute(query).scalar_one_or_none()
-        return None if stored is None else TrajectoryRecord.model_validate(stored)
+            stored = connection.execute(query).first()
+        if stored is None:
+            return None
+        return TrajectoryRecord.model_validate_json(verified_record_bytes(record_id, *stored))
 
     def invalidations(self, record_id: str) -> list[InvalidationInfo]:
         c = INVALIDATIONS.c

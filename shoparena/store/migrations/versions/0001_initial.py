@@ -58,6 +58,7 @@ def upgrade() -> None:
         sa.Column("created_at", TIMESTAMP, nullable=False),
         sa.Column("ingested_at", TIMESTAMP, nullable=False),
         sa.Column("record", RECORD_JSON, nullable=False),
+        sa.Column("record_text", sa.Text()),
         sa.UniqueConstraint("record_id"),
     )
     op.create_index("ix_evaluations_agent_created", "evaluations", ["agent_id", "created_at"])

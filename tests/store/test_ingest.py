@@ -1,0 +1,145 @@
+"""Ingest: idempotent, conflict-refusing, batch-tolerant of bad lines, and one row per record in bulk."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.store import RecordConflictError, StoreError
+from shoparena.store.records import canonical_bytes
+from tests.store.conftest import copies, write_jsonl
+
+
+def test_the_same_records_twice_are_one_row_each(store, records):
+    first = store.ingest(records)
+    assert (first.inserted, first.duplicates, first.rejected) == (len(records), 0, 0)
+    again = store.ingest(records)
+    assert (again.inserted, again.duplicates, again.rejected) == (0, len(records), 0)
+    assert store.count() == len(records)
+    assert store.record_ids() == [r.record_id for r in records]
+
+
+def test_duplicates_inside_one_batch_are_counted_once(store, records):
+    report = store.ingest([records[0], records[1], records[0], records[0]])
+    assert (report.inserted, report.duplicates) == (2, 2)
+    assert store.count() == 2
+
+
+def test_changed_content_under_a_stored_id_is_a_conflict_not_an_overwrite(store, records):
+    original = records[3]
+    assert store.add(original) is True
+    assert store.add(original) is False
+    tampered = original.model_copy(update={"score": {**original.score, "success": True, "rule": 1.0}})
+    report = store.ingest([tampered, records[4]])
+    assert (report.inserted, report.conflicts, report.rejected) == (1, 1, 1)
+    conflict = report.rejects[0]
+    assert conflict.conflict and conflict.record_id == original.record_id
+    assert "already stored with different content" in conflict.reason
+    with pytest.raises(RecordConflictError, match=original.record_id):
+        report.raise_for_conflicts()
+    with pytest.raises(RecordConflictError, match="append-only"):
+        store.add(tampered)
+    assert store.get(original.record_id) == original
+
+
+def test_conflicts_inside_one_batch_keep_the_first(store, records):
+    original = records[5]
+    tampered = original.model_copy(update={"sample": 0, "score": {**original.score, "rule": 0.123}})
+    report = store.ingest([original, tampered])
+    assert (report.inserted, report.conflicts) == (1, 1)
+    assert store.get(original.record_id) == original
+
+
+def test_bulk_ingest_of_thousands_is_one_row_each(store, records, tmp_path):
+    bulk = [
+        copy for record in records[:3] for copy in copies(record, 1000, f"bulk-{record.problem.problem_id}")
+    ]
+    assert len({r.record_id for r in bulk}) == 3000
+    path = tmp_path / "bulk.jsonl"
+    write_jsonl(path, bulk)
+    seen = []
+    report = store.ingest_paths([path], batch_size=700, progress=seen.append)
+    assert (report.inserted, report.duplicates, report.rejected) == (3000, 0, 0)
+    assert sum(seen) == 3000
+    assert store.count() == 3000
+    again = store.ingest_paths([path], batch_size=700)
+    assert (again.inserted, again.duplicates) == (0, 3000)
+    assert store.count() == 3000
+
+
+def test_run_directories_and_files_with_bad_lines(store, records, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_jsonl(run_dir / "trajectories.jsonl", records[:5])
+    mixed = tmp_path / "mixed.jsonl"
+    good = [canonical_bytes(r) for r in records[5:8]]
+    missing_field = canonical_bytes(records[8]).replace(b'"agent_id":', b'"agent_name":', 1)
+    with mixed.open("wb") as handle:
+        handle.write(good[0] + b"\n")
+        handle.write(b"{not json\n")
+        handle.write(b"\n")
+        handle.write(missing_field + b"\n")
+        handle.write(good[1] + b"\n")
+        handle.write(b'{"record_id": "x"}\n')
+        handle.write(good[2] + b"\n")
+        handle.write(canonical_bytes(records[9])[:200])  # the interrupted last write of a run
+    (tmp_path / "empty_dir").mkdir()
+    rejects = []
+    report = store.ingest_paths(
+        [run_dir, mixed, tmp_path / "empty_dir", tmp_path / "nope.jsonl"], on_reject=rejects.append
+    )
+    assert (report.inserted, report.rejected, report.seen) == (8, 6, 14)
+    by_source = {r.source: r.reason for r in rejects}
+    assert set(by_source) == {
+        f"{mixed}:2",
+        f"{mixed}:4",
+        f"{mixed}:6",
+        f"{mixed}:8",
+        str(tmp_path / "empty_dir"),
+        str(tmp_path / "nope.jsonl"),
+    }
+    assert "not a trajectory record" in by_source[f"{mixed}:2"]
+    assert "agent.agent_id: Field required" in by_source[f"{mixed}:4"]
+    assert "agent.agent_name" in by_source[f"{mixed}:4"]
+    assert by_source[f"{mixed}:8"].startswith("last line cut short")
+    assert "without trajectories.jsonl" in by_source[str(tmp_path / "empty_dir")]
+    assert by_source[str(tmp_path / "nope.jsonl")] == "no such file or directory"
+    assert store.record_ids() == [r.record_id for r in records[:8]]
+
+
+def test_values_the_database_cannot_hold_are_rejected_alike_on_both(store, records):
+    long_agent = records[0].agent.model_copy(update={"agent_id": "a" * 300})
+    too_long = records[0].model_copy(update={"agent": long_agent, "record_id": "long-agent"})
+    bad_time = records[1].model_copy(
+        update={
+            "timings": records[1].timings.model_copy(update={"started_at": "yesterday"}),
+            "record_id": "t",
+        }
+    )
+    report = store.ingest([too_long, bad_time, records[2]])
+    assert (report.inserted, report.rejected) == (1, 2)
+    reasons = {r.source: r.reason for r in report.rejects}
+    assert "agent_id is 300 characters long" in reasons["record:long-agent"]
+    assert "not an ISO-8601 time" in reasons["record:t"]
+    with pytest.raises(StoreError, match="300 characters"):
+        store.add(too_long)
+
+
+def test_nul_characters_are_stored_on_sqlite_and_rejected_on_postgresql(store, records):
+    messages = [*records[0].messages, {"role": "assistant", "content": "odd\x00byte"}]
+    odd = records[0].model_copy(update={"messages": messages})
+    report = store.ingest([odd])
+    if store.dialect == "postgresql":
+        assert report.rejected == 1 and "NUL character" in report.rejects[0].reason
+    else:
+        assert report.inserted == 1
+        assert store.get(odd.record_id) == odd
+
+
+def test_records_round_trip_through_the_model(store, records):
+    store.ingest(records)
+    for record in records:
+        stored = store.get(record.record_id)
+        assert isinstance(stored, TrajectoryRecord)
+        assert stored == record
+    assert store.get("no-such-record") is None
