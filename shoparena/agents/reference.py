@@ -47,7 +47,12 @@ def classify_bucket(query: str) -> str:
 
 
 class ReferenceAgent(Agent):
-    """Shared driving loop: feed the solver's batches to the episode, hand observations back."""
+    """Shared driving loop: feed the solver's batches to the episode, hand observations back.
+
+    Reference agents report no token usage: no model runs, so claiming model calls or tokens would
+    misstate what happened (the judge then reads the reasoning text alone, as for any agent that
+    reports no usage).
+    """
 
     kind = "reference"
     reserve = 2
@@ -114,7 +119,6 @@ class AgenticReferenceAgent(ReferenceAgent):
                 )
                 observations = episode.run_turn(self.protocol, output, origin="llm")
                 report.model_outputs.append(output)
-                report.usage.add(calls=1)
             else:
                 observations = []
             try:
@@ -139,7 +143,6 @@ class PipelineReferenceAgent(ReferenceAgent):
         output = self.protocol.render_turn(ParsedTurn(content=text))
         episode.run_turn(self.protocol, output, origin="llm")
         report.model_outputs.append(output)
-        report.usage.add(calls=1)
 
     def drive(self, episode, plan, solver, batches, report) -> None:
         if self.steps_left(episode) > self.reserve:
