@@ -22,7 +22,8 @@ def register(app: typer.Typer) -> None:
     @corpus.command("build")
     def build(
         inputs: Annotated[
-            list[Path], typer.Option("--input", "-i", help="Run dir (trajectories.jsonl), JSONL or JSON file.")
+            list[Path],
+            typer.Option("--input", "-i", help="Run dir (trajectories.jsonl), JSONL or JSON file."),
         ],
         out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
         catalog: Annotated[
@@ -34,7 +35,9 @@ def register(app: typer.Typer) -> None:
         max_length: Annotated[int, typer.Option(help="Most tokens a row may have.")] = DEFAULT_MAX_LENGTH,
         tokenizer: Annotated[
             str | None,
-            typer.Option(help="Local tokenizer dir or tokenizer.json (default: the offline MiniLM WordPiece)."),
+            typer.Option(
+                help="Local tokenizer dir or tokenizer.json (default: the offline MiniLM WordPiece)."
+            ),
         ] = None,
         per_problem: Annotated[int, typer.Option(min=1, help="Rows kept per problem.")] = 2,
         eval_size: Annotated[
@@ -47,7 +50,9 @@ def register(app: typer.Typer) -> None:
             list[Path] | None, typer.Option(help="Problem files whose reward specs name leak clusters.")
         ] = None,
         seed: Annotated[int, typer.Option(help="Seed of the eval draw.")] = 0,
-        workers: Annotated[int, typer.Option(min=1, help="Processes for normalise+gates.")] = default_workers(),
+        workers: Annotated[
+            int, typer.Option(min=1, help="Processes for normalise+gates.")
+        ] = default_workers(),
         parquet: Annotated[bool, typer.Option(help="Also write train/eval Parquet.")] = True,
         json_output: Annotated[bool, typer.Option("--json", help="Print the manifest as JSON.")] = False,
     ) -> None:

@@ -75,7 +75,10 @@ def openai_row(
                     {
                         "id": f"c{n}",
                         "type": "function",
-                        "function": {"name": "find_product", "arguments": orjson.dumps({"q": f"{query} {i}"}).decode()},
+                        "function": {
+                            "name": "find_product",
+                            "arguments": orjson.dumps({"q": f"{query} {i}"}).decode(),
+                        },
                     }
                 ],
             }
@@ -89,7 +92,11 @@ def openai_row(
                 "content": None,
                 "reasoning_content": "P1 fits",
                 "tool_calls": [
-                    {"id": f"c{n}", "type": "function", "function": {"name": "recommend_product", "arguments": recommend}}
+                    {
+                        "id": f"c{n}",
+                        "type": "function",
+                        "function": {"name": "recommend_product", "arguments": recommend},
+                    }
                 ],
             }
         )
@@ -101,13 +108,19 @@ def openai_row(
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {"id": f"c{n}", "type": "function", "function": {"name": "terminate", "arguments": '{"status": "success"}'}}
+                    {
+                        "id": f"c{n}",
+                        "type": "function",
+                        "function": {"name": "terminate", "arguments": '{"status": "success"}'},
+                    }
                 ],
             }
         )
         messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "done"})
     elif end == "think":
-        messages.append({"role": "assistant", "content": None, "reasoning_content": "maybe I should look more"})
+        messages.append(
+            {"role": "assistant", "content": None, "reasoning_content": "maybe I should look more"}
+        )
     metadata: dict = {"bucket": bucket, "judge_quality": quality}
     if problem_id is not None:
         metadata["problem_id"] = problem_id

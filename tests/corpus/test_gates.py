@@ -29,7 +29,11 @@ def _unpaired():
 def _double_recommend():
     row = openai_row()
     row["messages"][3]["tool_calls"].append(
-        {"id": "extra", "type": "function", "function": {"name": "recommend_product", "arguments": '{"product_ids": "P2"}'}}
+        {
+            "id": "extra",
+            "type": "function",
+            "function": {"name": "recommend_product", "arguments": '{"product_ids": "P2"}'},
+        }
     )
     row["messages"].insert(5, {"role": "tool", "tool_call_id": "extra", "content": "ok"})
     return row
@@ -82,7 +86,7 @@ def test_recommend_ids_must_resolve_in_the_catalogue(tmp_path, runs):
     real_id = next(iter(open_catalog(runs.catalog).store.iter_dicts()))["product_id"]
     good = openai_row(recommend=orjson.dumps({"product_ids": real_id}).decode(), problem_id="a")
     bad = openai_row(recommend='{"product_ids": "no-such-product"}', problem_id="b")
-    result, rejects = _build(tmp_path, [good, bad], catalog=runs.catalog)
+    _result, rejects = _build(tmp_path, [good, bad], catalog=runs.catalog)
     assert [(r["reason"], r["problem_id"]) for r in rejects] == [("recommend_unresolved", "b")]
     assert "no-such-product" in rejects[0]["detail"]
 

@@ -76,7 +76,9 @@ def test_upstream_dialogue_as_text_with_output():
 def test_qwen_native_chat(runs):
     record = runs.records(runs.agentic)[2]
     original = normalise_record(record, "x").messages
-    rendered = QWEN3.render(original)  # assistant text with <tool_call>, results in <tool_response> user turns
+    rendered = QWEN3.render(
+        original
+    )  # assistant text with <tool_call>, results in <tool_response> user turns
     row = normalise_record({"messages": rendered, "tools": record["tools"]}, "q:1")
     assert row.metadata.source_format == "tagged_chat"
     assert _calls(row.messages) == _calls(original)
@@ -92,7 +94,12 @@ def test_arena_steps_bare_and_wrapped():
                 "message": {
                     "think": "look",
                     "tool_call": [
-                        {"name": "find_product", "parameters": {"q": "mug"}, "tool_call_id": "a", "result": [{"x": 1}]}
+                        {
+                            "name": "find_product",
+                            "parameters": {"q": "mug"},
+                            "tool_call_id": "a",
+                            "result": [{"x": 1}],
+                        }
                     ],
                     "response": None,
                 }
@@ -103,7 +110,9 @@ def test_arena_steps_bare_and_wrapped():
             "completion": {
                 "message": {
                     "think": "done",
-                    "tool_call": [{"name": "recommend_product", "parameters": '{"product_ids": "1"}', "result": "ok"}],
+                    "tool_call": [
+                        {"name": "recommend_product", "parameters": '{"product_ids": "1"}', "result": "ok"}
+                    ],
                 }
             },
             "extra_info": {},
@@ -112,7 +121,10 @@ def test_arena_steps_bare_and_wrapped():
     bare = normalise_record(steps, "s:1")
     assert bare.metadata.problem_id == "p-7" and bare.metadata.query == "a blue mug"
     assert pairing_gate(bare.messages) is None
-    assert _calls(bare.messages) == [("find_product", {"q": "mug"}), ("recommend_product", {"product_ids": "1"})]
+    assert _calls(bare.messages) == [
+        ("find_product", {"q": "mug"}),
+        ("recommend_product", {"product_ids": "1"}),
+    ]
     wrapped = normalise_record({"steps": steps, "query": "other", "judge_quality": 0.9}, "s:2")
     assert wrapped.metadata.query == "other" and wrapped.metadata.judge_quality == 0.9
     no_result = copy.deepcopy(steps)
@@ -123,7 +135,11 @@ def test_arena_steps_bare_and_wrapped():
 def test_openai_rows_and_stable_ids():
     a = normalise_record(openai_row(problem_id=None), "o:1")
     b = normalise_record(openai_row(problem_id=None, quality=0.1), "o:2")
-    assert a.metadata.problem_id == b.metadata.problem_id == stable_problem_id("wireless earbuds under 500 pesos")
+    assert (
+        a.metadata.problem_id
+        == b.metadata.problem_id
+        == stable_problem_id("wireless earbuds under 500 pesos")
+    )
     c = normalise_record(openai_row(problem_id="given", origin="code"), "o:3")
     assert c.metadata.problem_id == "given" and c.metadata.tool_call_origin == "code"
     assert {t["function"]["name"] for t in a.tools} >= {"find_product", "recommend_product", "terminate"}
@@ -145,7 +161,10 @@ def test_openai_rows_and_stable_ids():
         ({"messages": [{"role": "robot", "content": "hi"}]}, MALFORMED),
         ({"messages": [{"role": "assistant", "content": "no user"}]}, MALFORMED),
         ({"messages": [{"role": "user", "content": "q"}], "metadata": {"judge_quality": "great"}}, MALFORMED),
-        ({"messages": [{"role": "user", "content": "q"}], "metadata": {"tool_call_origin": "robot"}}, MALFORMED),
+        (
+            {"messages": [{"role": "user", "content": "q"}], "metadata": {"tool_call_origin": "robot"}},
+            MALFORMED,
+        ),
         ([{"completion": {"message": {"tool_call": [{"name": "x", "result": 1}]}}}], MALFORMED),  # no query
         ({"messages": [{"role": "user", "content": "q"}], "tools": "not json"}, MALFORMED),
     ],
@@ -159,10 +178,14 @@ def test_broken_inputs_are_rejected_with_a_reason(record, reason):
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=20,
 )
-_keys = st.sampled_from(["messages", "steps", "completion", "role", "content", "tool_calls", "schema_version"])
+_keys = st.sampled_from(
+    ["messages", "steps", "completion", "role", "content", "tool_calls", "schema_version"]
+)
 
 
 @settings(max_examples=200, deadline=None)
