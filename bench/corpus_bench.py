@@ -1,0 +1,164 @@
+"""Corpus pipeline throughput: N synthetic canonical trajectories through normalise → gates → rank →
+split → export, with the default fast tokenizer (Rust WordPiece) and with the regex counter.
+
+The rows are real: template episodes are played by the reference agentic and pipeline agents on a
+generated catalogue (real harness, real observations, judged by the offline judge), then varied per
+synthetic row (problem id and query words, reasoning text, judge quality, record id), so each row is
+a full-size canonical record with distinct text. N/10 problems, 10 rows each.
+
+    .venv/bin/python bench/corpus_bench.py --n 1000000 --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import psutil
+
+from shoparena.agents.runner import run_eval
+from shoparena.corpus.pipeline import CorpusConfig, build_corpus
+from shoparena.index.catalog_dir import build_synthetic, open_catalog
+from shoparena.judge.offline import OfflineJudge
+from shoparena.problems.generator import ProblemGenerator
+from shoparena.problems.io import write_problems
+
+WORDS = [
+    "blue",
+    "red",
+    "compact",
+    "premium",
+    "lightweight",
+    "durable",
+    "classic",
+    "modern",
+    "portable",
+    "deluxe",
+]
+
+
+def templates(root: Path) -> list[dict]:
+    catalog = root / "cat"
+    build_synthetic(catalog, 3000, seed=7, workers=1)
+    problems = ProblemGenerator(open_catalog(catalog), seed=3).generate(6, ["product", "shop", "voucher"])
+    write_problems(root / "problems.jsonl", problems)
+    judge = OfflineJudge()
+    records = []
+    for kind in ("agentic", "pipeline"):
+        run_eval(
+            catalog,
+            root / "problems.jsonl",
+            f"reference:{kind}",
+            out_dir=root / kind,
+            executor="inline",
+            similarity="lexical",
+            judge=lambda r, p: judge(r, p),
+            n_bootstrap=10,
+        )
+        records += [orjson.loads(x) for x in (root / kind / "trajectories.jsonl").read_bytes().splitlines()]
+    return records
+
+
+def synthesise(path: Path, bases: list[dict], n: int, seed: int = 0) -> int:
+    rng = random.Random(seed)
+    size = 0
+    with path.open("wb") as out:
+        for i in range(n):
+            record = bases[i % len(bases)]
+            problem = i // 10
+            extra = " ".join(rng.sample(WORDS, 2))
+            query = f"{record['problem']['query']} ({extra} #{problem})"
+            messages = list(record["messages"])
+            first_user = next(k for k, m in enumerate(messages) if m["role"] == "user")
+            messages[first_user] = {**messages[first_user], "content": query}
+            for k, m in enumerate(messages):
+                if m.get("reasoning_content"):
+                    messages[k] = {**m, "reasoning_content": f"{m['reasoning_content']} [{i}:{k} {extra}]"}
+                    break
+            varied = {
+                **record,
+                "record_id": f"{i:024x}",
+                "messages": messages,
+                "problem": {
+                    **record["problem"],
+                    "problem_id": f"bench-{problem}",
+                    "query": query,
+                    "leak_cluster_id": None,
+                },
+                "judge": {**record["judge"], "quality": rng.choice([0.1, 0.5, 0.7, 0.9])}
+                if record.get("judge")
+                else None,
+            }
+            line = orjson.dumps(varied) + b"\n"
+            size += len(line)
+            out.write(line)
+    return size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--tokenizers", default="default,regex")
+    parser.add_argument("--out", default="bench/out")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="corpus-bench-") as scratch:
+        root = Path(scratch)
+        bases = templates(root)
+        source = root / "synthetic.jsonl"
+        started = time.perf_counter()
+        size = synthesise(source, bases, args.n)
+        results = {
+            "n": args.n,
+            "workers": args.workers,
+            "cpu_count": os.cpu_count(),
+            "input_bytes": size,
+            "mean_record_bytes": size / args.n,
+            "synthesise_s": time.perf_counter() - started,
+            "runs": [],
+        }
+        for tokenizer in args.tokenizers.split(","):
+            process = psutil.Process()
+            peak = [process.memory_info().rss]
+            started = time.perf_counter()
+
+            def sample(_n: int, process=process, peak=peak) -> None:
+                rss = process.memory_info().rss + sum(c.memory_info().rss for c in process.children())
+                peak[0] = max(peak[0], rss)
+
+            result = build_corpus(
+                CorpusConfig(
+                    inputs=[source],
+                    out=root / f"out-{tokenizer}",
+                    tokenizer=tokenizer,
+                    min_quality=0.5,
+                    workers=args.workers,
+                ),
+                progress=sample,
+            )
+            seconds = time.perf_counter() - started
+            run = {
+                "tokenizer": tokenizer,
+                "seconds": seconds,
+                "rows_per_s": args.n / seconds,
+                "peak_rss_mb_main_plus_workers": peak[0] / 2**20,
+                "max_child_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+                "counts": result.counts,
+                "reasons": result.reasons,
+            }
+            results["runs"].append(run)
+            print(json.dumps({k: v for k, v in run.items() if k not in ("counts", "reasons")}))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"corpus_bench-{args.n}.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
