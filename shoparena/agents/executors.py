@@ -56,7 +56,8 @@ class WorkerConfig(BaseModel):
     agent_spec: str
     agent_options: dict[str, Any] = Field(default_factory=dict)
     profile: str = "oro7"
-    protocol: str = "openai"
+    protocol: str | None = None
+    """The protocol asked for (already in `agent_options`); None = the agent's own default."""
     step_cap: int | None = None
     episode_timeout_s: float | None = None
     kill_grace_s: float = KILL_GRACE_S
@@ -116,13 +117,16 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def protocol_name(agent: Agent, requested: str) -> str:
-    """The protocol an agent actually speaks (an agent may pin its own), else the one requested."""
+def protocol_name(agent: Agent, requested: str | None) -> str:
+    """The protocol an agent actually speaks, else the one requested; `direct` for agents that call
+    the tools without a model protocol (miner files over HTTP, scripted code)."""
     value = getattr(agent, "protocol", None)
     if isinstance(value, str) and value:
         return value
     name = getattr(value, "name", None)
-    return name if isinstance(name, str) and name else requested
+    if isinstance(name, str) and name:
+        return name
+    return requested or "direct"
 
 
 def _can_alarm() -> bool:
@@ -360,14 +364,18 @@ class ProcessExecutor(Executor):
         process.start()
         child.close()
         slot = _Slot(process, parent)
+        died = RunnerError(
+            "an eval worker died while starting (exit code {code}); try --executor inline to see why"
+        )
+        while not parent.poll(0.2):  # the pipe may stay open in a dead child's forkserver: watch the child
+            if not process.is_alive():
+                process.join(1)
+                raise RunnerError(str(died).format(code=process.exitcode))
         try:
             kind, payload = parent.recv()
         except EOFError as exc:
             process.join(1)
-            raise RunnerError(
-                f"an eval worker died while starting (exit code {process.exitcode}); "
-                "try --executor inline to see the error"
-            ) from exc
+            raise RunnerError(str(died).format(code=process.exitcode)) from exc
         if kind == "init-error":
             process.join(5)
             raise RunnerError(f"agent {self.config.agent_spec!r} could not be built: {payload}")

@@ -107,7 +107,7 @@ class RunConfig(BaseModel):
     agent_options: dict[str, Any] = Field(default_factory=dict)
     agent: AgentIdentity | None = None
     profile: str
-    protocol: str
+    protocol: str | None = None
     step_cap: int | None = None
     mode: ScoringMode
     similarity: str
@@ -526,7 +526,7 @@ def run_eval(
     workers: int = 1,
     executor: str = "process",
     profile: str = "oro7",
-    protocol: str = "openai",
+    protocol: str | None = None,
     step_cap: int | None = None,
     mode: ScoringMode = "upstream",
     similarity: str | TitleSimilarity = "minilm",
@@ -542,7 +542,8 @@ def run_eval(
     """Run `agent_spec` over the first `limit` problems × `samples` into `out_dir` (resuming it if it
     holds an earlier run of the same configuration); write trajectories.jsonl, metrics.json, run.json.
 
-    `judge(record, problem)` (optional) grades each new record before it is written.
+    `protocol` (when given) is passed to the agent as its `protocol` option; None keeps the agent's
+    own default. `judge(record, problem)` (optional) grades each new record before it is written.
     """
     from shoparena.index.catalog_dir import open_catalog
 
@@ -570,6 +571,8 @@ def run_eval(
     _check_unique(selected)
     title_similarity = _similarity(similarity)
     options = dict(agent_options or {})
+    if protocol is not None:
+        options.setdefault("protocol", protocol)
 
     run_dir = Path(out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

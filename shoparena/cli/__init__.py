@@ -7,6 +7,7 @@ import typer
 from shoparena.cli import (
     catalog_cmd,
     corpus_cmd,
+    eval_cmd,
     harness_cmd,
     judge_cmd,
     problems_cmd,
@@ -33,6 +34,7 @@ score_cmd.register(app)
 store_cmd.register(app)
 judge_cmd.register(app)
 corpus_cmd.register(app)
+eval_cmd.register(app)
 
 
 def main() -> None:

@@ -1,1 +1,31 @@
-"""report stage (see docs/architecture.md)."""
+"""Reports of eval runs (SPEC §10): the paper's Table 1 shape, per-bucket bars, per-axis breakdown,
+pass@k curves and confidence intervals, as a terminal table, Markdown and a self-contained HTML page.
+
+Public API:
+- `load_run(dir) -> RunView` (reads metrics.json and run.json of a finished run)
+- `write_run_reports(dir)` → report.md, report.html in the run directory
+- `comparison_rows(runs)` (Table 1 rows: `.markdown()`, `.rich()`), `comparison_markdown(runs)`,
+  `report_html(runs, title)`, `write_comparison(runs, markdown_path, html_path)`
+"""
+
+from shoparena.report.documents import (
+    comparison_markdown,
+    report_html,
+    run_markdown,
+    write_comparison,
+    write_run_reports,
+)
+from shoparena.report.runs import ReportError, RunView, load_run
+from shoparena.report.tables import comparison_rows
+
+__all__ = [
+    "ReportError",
+    "RunView",
+    "comparison_markdown",
+    "comparison_rows",
+    "load_run",
+    "report_html",
+    "run_markdown",
+    "write_comparison",
+    "write_run_reports",
+]
