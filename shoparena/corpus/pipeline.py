@@ -21,7 +21,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -287,8 +287,15 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         if config.workers > 1:
             context = multiprocessing.get_context("fork")
             with context.Pool(config.workers, initializer=_init_worker, initargs=(config,)) as pool:
-                for outcomes in pool.imap(_work, _chunks(config), chunksize=1):
-                    consume(outcomes)
+                # Pool.imap would read the whole input ahead into its task queue; a bounded window of
+                # chunks in flight keeps memory flat however large the input is.
+                window: deque = deque()
+                for chunk in _chunks(config):
+                    window.append(pool.apply_async(_work, (chunk,)))
+                    if len(window) >= 3 * config.workers:
+                        consume(window.popleft().get())
+                while window:
+                    consume(window.popleft().get())
         else:
             stage = _Stage1(config)
             for chunk in _chunks(config):
