@@ -1,8 +1,9 @@
 """Where episodes run: in this process, in a local process pool, or as Ray actors — the same work each way.
 
 A worker opens the catalogue and builds the agent once, then runs many episodes; loading a model or a
-100k-product index per episode would dominate the run. The parent only hands out (problem, sample)
-tasks and collects `EpisodeResult`s; it scores and writes them itself (one writer, one scorer).
+100k-product index per episode would dominate the run. Workers also build and serialise each
+trajectory record (in parallel); the parent hands out (problem, sample) tasks, scores what comes back
+and appends it (one scorer, one writer).
 
 Timeouts are enforced twice. Inside the worker a SIGALRM deadline interrupts the agent (raising a
 `BaseException`, so an agent's own `except Exception` cannot swallow it) and the partial trace is kept.
@@ -24,9 +25,19 @@ from datetime import UTC, datetime
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from shoparena import __version__
 from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, TokenUsage, make_agent
+from shoparena.agents.trajectory import (
+    AgentInfo,
+    HarnessInfo,
+    Outcome,
+    ProblemInfo,
+    Timings,
+    TrajectoryRecord,
+)
 from shoparena.harness.episode import Episode, load_shops
 from shoparena.harness.models import CallRecord
 from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, tool_schemas
@@ -61,6 +72,9 @@ class WorkerConfig(BaseModel):
     step_cap: int | None = None
     episode_timeout_s: float | None = None
     kill_grace_s: float = KILL_GRACE_S
+    run_id: str = ""
+    scoring_mode: str = "upstream"
+    """Recorded in each trajectory (the parent scores; the worker writes everything else)."""
     agent_kinds: dict[str, str] = Field(default_factory=dict)
     """The parent's agent registry: kinds registered there (plugins, test doubles) exist in workers too."""
 
@@ -88,7 +102,7 @@ class AgentIdentity(BaseModel):
 
 
 class EpisodeResult(BaseModel):
-    """What a worker sends back: the episode as the harness recorded it, plus the agent's report."""
+    """One finished episode inside a worker: the harness's record of it plus the agent's report."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -111,6 +125,89 @@ class EpisodeResult(BaseModel):
     started_at: str
     wall_s: float
     tool_s: float = 0.0
+
+
+class EpisodeOutput(BaseModel):
+    """What crosses the process boundary: the trajectory record as JSON (all but `score` and `judge`,
+    which the parent adds) and the few fields the parent scores and counts with.
+
+    Workers build and serialise the record in parallel, so the parent only scores and appends bytes.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    sample: int
+    problem_id: str
+    agent: AgentIdentity
+    recommended_product_ids: list[str] | None = None
+    terminated: str | None = None
+    steps_used: int = 0
+    error: str | None = None
+    format_ok: bool | None = None
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    wall_s: float = 0.0
+    body: bytes
+    """`TrajectoryRecord` JSON without `score` and `judge`: one object, `{...}`."""
+
+
+RECORD_LATE_FIELDS = {"score", "judge"}
+
+
+def record_body(result: EpisodeResult, problem: Problem, config: WorkerConfig) -> bytes:
+    """The trajectory record of one episode, validated, as JSON without the fields the parent adds."""
+    agent = result.agent
+    record = TrajectoryRecord(
+        record_id=TrajectoryRecord.make_id(config.run_id, result.problem_id, result.sample),
+        run_id=config.run_id,
+        sample=result.sample,
+        agent=AgentInfo(
+            agent_id=agent.agent_id, kind=agent.kind, version=agent.version, spec=config.agent_spec
+        ),
+        problem=ProblemInfo(
+            problem_id=result.problem_id,
+            bucket=problem.bucket or "product",
+            query=problem.query,
+            suite=problem.suite,
+            suite_version=problem.suite_version,
+            leak_cluster_id=problem.leak_cluster_id,
+            index=result.index,
+        ),
+        harness=HarnessInfo(profile=config.profile, protocol=result.protocol, step_cap=result.step_cap),
+        messages=result.messages,
+        tools=result.tools,
+        calls=result.calls,
+        outcome=Outcome(
+            recommended_product_ids=result.recommended_product_ids,
+            terminated=result.terminated,
+            steps_used=result.steps_used,
+            end_reason=result.end_reason,
+            error=result.error,
+        ),
+        score={},
+        scoring_mode=config.scoring_mode,
+        usage=result.usage,
+        timings=Timings(started_at=result.started_at, wall_s=result.wall_s, tool_s=result.tool_s),
+        shoparena_version=__version__,
+    )
+    return orjson.dumps(record.model_dump(mode="json", exclude=RECORD_LATE_FIELDS))
+
+
+def to_output(result: EpisodeResult, problem: Problem, config: WorkerConfig) -> EpisodeOutput:
+    return EpisodeOutput(
+        index=result.index,
+        sample=result.sample,
+        problem_id=result.problem_id,
+        agent=result.agent,
+        recommended_product_ids=result.recommended_product_ids,
+        terminated=result.terminated,
+        steps_used=result.steps_used,
+        error=result.error,
+        format_ok=result.format_ok,
+        usage=result.usage,
+        wall_s=result.wall_s,
+        body=record_body(result, problem, config),
+    )
 
 
 def _now() -> str:
@@ -152,9 +249,9 @@ def deadline(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
-def failed_result(task: EpisodeTask, config: WorkerConfig, agent: AgentIdentity, error: str) -> EpisodeResult:
+def failed_result(task: EpisodeTask, config: WorkerConfig, agent: AgentIdentity, error: str) -> EpisodeOutput:
     """The record of an episode that produced nothing usable (a killed or crashed worker)."""
-    return EpisodeResult(
+    result = EpisodeResult(
         index=task.index,
         sample=task.sample,
         problem_id=task.problem.problem_id or "",
@@ -166,6 +263,7 @@ def failed_result(task: EpisodeTask, config: WorkerConfig, agent: AgentIdentity,
         wall_s=0.0,
         end_reason=f"agent error: {error}",
     )
+    return to_output(result, task.problem, config)
 
 
 class EpisodeWorker:
@@ -196,7 +294,10 @@ class EpisodeWorker:
         hook = getattr(self.agent, "system_prompt_for", None)
         return hook(episode_tools) if callable(hook) else None
 
-    def run(self, task: EpisodeTask) -> EpisodeResult:
+    def run(self, task: EpisodeTask) -> EpisodeOutput:
+        return to_output(self.run_episode(task), task.problem, self.config)
+
+    def run_episode(self, task: EpisodeTask) -> EpisodeResult:
         config = self.config
         problem = task.problem
         started_at = _now()
@@ -268,7 +369,7 @@ class Executor:
     def start(self) -> AgentIdentity:
         raise NotImplementedError
 
-    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeResult]:
+    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeOutput]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -300,7 +401,7 @@ class InlineExecutor(Executor):
         self.identity = self.worker.identity
         return self.identity
 
-    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeResult]:
+    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeOutput]:
         assert self.worker is not None, "start() first"
         for task in tasks:
             yield self.worker.run(task)
@@ -399,7 +500,7 @@ class ProcessExecutor(Executor):
         self.slots[self.slots.index(slot)] = fresh
         return fresh
 
-    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeResult]:
+    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeOutput]:
         pending = iter(tasks)
         exhausted = False
         timeout = self.config.episode_timeout_s
@@ -467,7 +568,7 @@ class _RayWorker:
     def identity(self) -> AgentIdentity:
         return self.worker.identity
 
-    def run(self, task: EpisodeTask) -> EpisodeResult:
+    def run(self, task: EpisodeTask) -> EpisodeOutput:
         return self.worker.run(task)
 
 
@@ -515,7 +616,7 @@ class RayExecutor(Executor):
         assert self.identity is not None
         return self.identity
 
-    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeResult]:
+    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeOutput]:
         ray = self.ray
         pending = iter(tasks)
         timeout = self.config.episode_timeout_s

@@ -25,24 +25,18 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena import __version__
-from shoparena.agents.base import AGENT_KINDS, AgentSpecError
+from shoparena.agents.base import AGENT_KINDS, AgentSpecError, TokenUsage
 from shoparena.agents.executors import (
     EXECUTORS,
     TIMEOUT_ERROR,
     AgentIdentity,
-    EpisodeResult,
     EpisodeTask,
     RunnerError,
     WorkerConfig,
     make_executor,
 )
 from shoparena.agents.trajectory import (
-    AgentInfo,
-    HarnessInfo,
     JudgeVerdict,
-    Outcome,
-    ProblemInfo,
-    Timings,
     TrajectoryRecord,
 )
 from shoparena.harness.tool_specs import PROFILES
@@ -206,7 +200,10 @@ class TrajectoryWriter:
         self.handle = path.open("ab")
 
     def write(self, record: TrajectoryRecord) -> None:
-        self.handle.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+        self.write_line(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+
+    def write_line(self, line: bytes) -> None:
+        self.handle.write(line)
         self.handle.flush()
 
     def close(self) -> None:
@@ -291,79 +288,96 @@ def _check_unique(problems: Sequence[Problem]) -> None:
 # -- records and answers --------------------------------------------------------------------------
 
 
-def record_answer(record: TrajectoryRecord) -> Answer:
-    """The answer a record counts as (what `shoparena score` would be given for it).
+class EpisodeDigest(BaseModel):
+    """What the metrics need of one recorded episode (new ones are never parsed back from JSON)."""
+
+    problem_id: str
+    sample: int
+    answer: Answer
+    success: bool
+    error: str | None = None
+    judge_quality: float | None = None
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    wall_s: float = 0.0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.problem_id, self.sample
+
+    @classmethod
+    def of(cls, record: TrajectoryRecord) -> EpisodeDigest:
+        return cls(
+            problem_id=record.problem.problem_id,
+            sample=record.sample,
+            answer=record_answer(record),
+            success=bool(record.score.get("success")),
+            error=record.outcome.error,
+            judge_quality=record.judge.quality if record.judge else None,
+            usage=record.usage,
+            wall_s=record.timings.wall_s,
+        )
+
+
+def make_answer(
+    problem_id: str,
+    index: int | None,
+    sample: int,
+    ids: Sequence[str] | None,
+    error: str | None,
+    steps: int,
+    terminated: bool,
+    format_ok: bool | None,
+) -> Answer:
+    """The answer an episode counts as (what `shoparena score` would be given for it).
 
     An errored episode (crash, timeout) answers nothing: it is a failure whatever it recommended.
     """
-    ids = [] if record.outcome.error else list(record.outcome.recommended_product_ids or [])
     return Answer(
-        problem_id=record.problem.problem_id,
-        index=record.problem.index,
-        product_ids=ids,
-        sample=record.sample,
-        steps=record.outcome.steps_used,
-        terminated=record.outcome.terminated is not None,
-        format_ok=record.score.get("format_ok"),
+        problem_id=problem_id,
+        index=index,
+        product_ids=[] if error else list(ids or []),
+        sample=sample,
+        steps=steps,
+        terminated=terminated,
+        format_ok=format_ok,
     )
 
 
-def make_record(
-    result: EpisodeResult,
-    problem: Problem,
-    config: RunConfig,
-    scorer: RuleScorer,
-) -> TrajectoryRecord:
-    agent = result.agent
-    outcome = Outcome(
-        recommended_product_ids=result.recommended_product_ids,
-        terminated=result.terminated,
-        steps_used=result.steps_used,
-        end_reason=result.end_reason,
-        error=result.error,
+def record_answer(record: TrajectoryRecord) -> Answer:
+    outcome = record.outcome
+    return make_answer(
+        record.problem.problem_id,
+        record.problem.index,
+        record.sample,
+        outcome.recommended_product_ids,
+        outcome.error,
+        outcome.steps_used,
+        outcome.terminated is not None,
+        record.score.get("format_ok"),
     )
-    ids = [] if result.error else (result.recommended_product_ids or [])
+
+
+def score_summary(scorer: RuleScorer, problem: Problem, answer: Answer, answered: bool) -> dict[str, Any]:
+    """`ProblemScore.summary()` plus how the episode ended: the record's `score` field."""
     score = scorer.score(
         problem,
-        ids,
-        index=result.index,
-        sample=result.sample,
-        steps=result.steps_used,
-        terminated=result.terminated is not None,
-        format_ok=result.format_ok,
-        answered=not result.error,
+        answer.product_ids,
+        index=answer.index,
+        sample=answer.sample,
+        steps=answer.steps,
+        terminated=answer.terminated,
+        format_ok=answer.format_ok,
+        answered=answered,
     )
     summary = score.summary()
-    summary["format_ok"] = result.format_ok
-    summary["steps"] = result.steps_used
-    summary["terminated"] = result.terminated is not None
-    return TrajectoryRecord(
-        record_id=TrajectoryRecord.make_id(config.run_id, result.problem_id, result.sample),
-        run_id=config.run_id,
-        sample=result.sample,
-        agent=AgentInfo(
-            agent_id=agent.agent_id, kind=agent.kind, version=agent.version, spec=config.agent_spec
-        ),
-        problem=ProblemInfo(
-            problem_id=result.problem_id,
-            bucket=problem.bucket or "product",
-            query=problem.query,
-            suite=problem.suite,
-            suite_version=problem.suite_version,
-            leak_cluster_id=problem.leak_cluster_id,
-            index=result.index,
-        ),
-        harness=HarnessInfo(profile=config.profile, protocol=result.protocol, step_cap=result.step_cap),
-        messages=result.messages,
-        tools=result.tools,
-        calls=result.calls,
-        outcome=outcome,
-        score=summary,
-        scoring_mode=config.mode,
-        usage=result.usage,
-        timings=Timings(started_at=result.started_at, wall_s=result.wall_s, tool_s=result.tool_s),
-        shoparena_version=__version__,
-    )
+    summary.update(format_ok=answer.format_ok, steps=answer.steps, terminated=answer.terminated)
+    return summary
+
+
+def complete_line(body: bytes, score: dict[str, Any], judge: JudgeVerdict | None) -> bytes:
+    """The worker's record JSON (`{...}` without score and judge) completed into one JSONL line."""
+    verdict = orjson.dumps(judge.model_dump(mode="json")) if judge is not None else b"null"
+    return body[:-1] + b',"score":' + orjson.dumps(score) + b',"judge":' + verdict + b"}\n"
 
 
 # -- metrics --------------------------------------------------------------------------------------
@@ -374,7 +388,7 @@ def _metric(value: Any) -> dict:
 
 
 def compute_metrics(
-    records: Sequence[TrajectoryRecord],
+    records: Sequence[EpisodeDigest],
     problems: Sequence[Problem],
     samples: int,
     lookup,
@@ -390,7 +404,7 @@ def compute_metrics(
     position = {p.problem_id or "": i for i, p in enumerate(problems)}
     episodes = []
     for record in selected:
-        answer = record_answer(record).model_copy(update={"index": position[record.problem.problem_id]})
+        answer = record.answer.model_copy(update={"index": position[record.problem_id]})
         episodes.append(Episode(index=answer.index or 0, answer=answer))
     # canonical order, so bootstrap intervals do not depend on which worker finished first
     episodes.sort(key=lambda e: (e.index, e.answer.sample))
@@ -417,12 +431,10 @@ def compute_metrics(
     }
     errors: dict[str, int] = {}
     for record in selected:
-        if record.outcome.error:
-            kind = (
-                TIMEOUT_ERROR if record.outcome.error == TIMEOUT_ERROR else record.outcome.error.split(":")[0]
-            )
+        if record.error:
+            kind = TIMEOUT_ERROR if record.error == TIMEOUT_ERROR else record.error.split(":")[0]
             errors[kind] = errors.get(kind, 0) + 1
-    stored = {r.key: bool(r.score.get("success")) for r in selected}
+    stored = {r.key: r.success for r in selected}
     rescored = {(s.problem_id, s.sample): s.success for s in suite.scores if s.answered}
     disagreements = sum(1 for key, ok in rescored.items() if key in stored and stored[key] != ok)
     notes = list(suite.notes)
@@ -433,7 +445,7 @@ def compute_metrics(
         notes.append(
             f"{outside} recorded episode(s) lie outside this run's problems/samples and are not counted"
         )
-    judged = [r.judge.quality for r in selected if r.judge is not None]
+    judged = [r.judge_quality for r in selected if r.judge_quality is not None]
     judge = None
     asr = overall["asr"].value
     if judged:
@@ -449,7 +461,7 @@ def compute_metrics(
         usage["prompt_tokens"] += record.usage.prompt_tokens
         usage["completion_tokens"] += record.usage.completion_tokens
         usage["model_calls"] += record.usage.model_calls
-    episode_wall = [r.timings.wall_s for r in selected]
+    episode_wall = [r.wall_s for r in selected]
     return {
         "schema_version": METRICS_SCHEMA,
         "run_id": config.run_id,
@@ -624,7 +636,7 @@ def run_eval(
         progress(state)
 
     backend = open_catalog(catalog_dir)
-    records = list(log.records)
+    records = [EpisodeDigest.of(record) for record in log.records]
     ran = 0
     try:
         adopt_suite_embeddings(selected, title_similarity)
@@ -640,6 +652,8 @@ def run_eval(
                 step_cap=step_cap,
                 episode_timeout_s=episode_timeout_s,
                 agent_kinds=dict(AGENT_KINDS),
+                run_id=config.run_id,
+                scoring_mode=mode,
             )
             runner = make_executor(executor, worker_config, min(workers, len(tasks)))
             writer = TrajectoryWriter(trajectories)
@@ -648,18 +662,41 @@ def run_eval(
                 config.status = "running"
                 config.updated_at = _now()
                 write_run_config(run_dir, config)
-                for result in runner.run(tasks):
-                    problem = selected[result.index]
-                    record = make_record(result, problem, config, scorer)
+                for output in runner.run(tasks):
+                    problem = selected[output.index]
+                    answer = make_answer(
+                        output.problem_id,
+                        output.index,
+                        output.sample,
+                        output.recommended_product_ids,
+                        output.error,
+                        output.steps_used,
+                        output.terminated is not None,
+                        output.format_ok,
+                    )
+                    score = score_summary(scorer, problem, answer, answered=not output.error)
+                    verdict = None
                     if judge is not None:
-                        record.judge = _judge(judge, record, problem)
-                    writer.write(record)
-                    records.append(record)
+                        record = TrajectoryRecord.model_validate_json(complete_line(output.body, score, None))
+                        verdict = _judge(judge, record, problem)
+                    writer.write_line(complete_line(output.body, score, verdict))
+                    records.append(
+                        EpisodeDigest(
+                            problem_id=output.problem_id,
+                            sample=output.sample,
+                            answer=answer,
+                            success=bool(score["success"]),
+                            error=output.error,
+                            judge_quality=verdict.quality if verdict else None,
+                            usage=output.usage,
+                            wall_s=output.wall_s,
+                        )
+                    )
                     ran += 1
                     state.done += 1
-                    state.successes += bool(record.score.get("success"))
-                    state.errors += bool(record.outcome.error)
-                    state.timeouts += record.outcome.error == TIMEOUT_ERROR
+                    state.successes += bool(score["success"])
+                    state.errors += bool(output.error)
+                    state.timeouts += output.error == TIMEOUT_ERROR
                     if progress is not None:
                         progress(state)
             except BaseException:

@@ -1,0 +1,194 @@
+"""Eval runner throughput: episodes/s of `run_eval` with `reference:pipeline` (no model) on a 100k catalogue.
+
+    .venv/bin/python bench/eval_bench.py                       # 100k products, 300 problems, 1 and 2 workers
+    .venv/bin/python bench/eval_bench.py --problems 600 --workers 1,2,4
+    .venv/bin/python bench/eval_bench.py --catalog /tmp/shoparena-bench/cat-100000
+
+What is measured is the harness plus the runner: worker dispatch, every tool call of the pipeline
+agent (BM25 searches, product pages, match checks), rule scoring (lexical similarity), building the
+trajectory record and appending it to trajectories.jsonl. Two rates per setting:
+- steady: episodes/s between the first and the last finished episode (the pool's throughput);
+- end to end: episodes / the whole `run_eval` call (worker start-up, final metrics with bootstrap).
+Target: steady ≥ 50 episodes/s with 2 workers on 2 cores. Results: a table on stdout and
+bench/out/eval_bench-<size>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console
+from rich.table import Table
+
+from shoparena.agents.runner import run_eval
+from shoparena.index.catalog_dir import build_synthetic, open_catalog, read_meta
+from shoparena.problems.generator import ProblemGenerator
+from shoparena.problems.io import write_problems
+
+TARGET_EPISODES_PER_S = 50.0
+console = Console(width=max(120, Console().width))
+
+
+def catalogue_dir(products: int, explicit: str | None) -> Path:
+    """An explicit dir, else a shared bench build of that size if one exists, else our own cached build."""
+    if explicit:
+        return Path(explicit)
+    for candidate in (
+        Path(f"/tmp/shoparena-bench/cat-{products}"),
+        Path(f"/tmp/shoparena-bench/eval-cat-{products}"),
+    ):
+        if (candidate / "meta.json").exists() and read_meta(candidate).n_products == products:
+            return candidate
+    out = Path(f"/tmp/shoparena-bench/eval-cat-{products}")
+    console.print(f"building a {products:,}-product catalogue in {out} (once) ...")
+    build_synthetic(out, products, seed=0, overwrite=True)
+    return out
+
+
+def one_setting(catalog: Path, problems_path: Path, executor: str, workers: int, samples: int) -> dict:
+    finished: list[float] = []
+
+    def progress(state) -> None:
+        if state.done > state.resumed:
+            finished.append(time.perf_counter())
+
+    out = Path(tempfile.mkdtemp(prefix="eval-bench-"))
+    try:
+        started = time.perf_counter()
+        result = run_eval(
+            catalog,
+            problems_path,
+            "reference:pipeline",
+            {},
+            out,
+            samples=samples,
+            workers=workers,
+            executor=executor,
+            similarity="lexical",
+            progress=progress,
+            n_bootstrap=1000,
+        )
+        wall = time.perf_counter() - started
+        size = (out / "trajectories.jsonl").stat().st_size
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    n = result.episodes_run
+    steady = (len(finished) - 1) / (finished[-1] - finished[0]) if len(finished) > 2 else None
+    return {
+        "executor": executor,
+        "workers": workers,
+        "episodes": n,
+        "steady_episodes_per_s": round(steady, 2) if steady else None,
+        "end_to_end_episodes_per_s": round(n / wall, 2),
+        "wall_s": round(wall, 2),
+        "first_episode_after_s": round(finished[0] - started, 2) if finished else None,
+        "asr": result.metrics["headline"]["asr"]["value"],
+        "mean_episode_s": result.metrics["timing"]["mean_episode_s"],
+        "trajectory_bytes_per_episode": round(size / max(n, 1)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--products", type=int, default=100_000)
+    parser.add_argument("--catalog", help="Use this catalogue directory.")
+    parser.add_argument(
+        "--problems", type=int, default=300, help="Generated problems (product/shop/voucher)."
+    )
+    parser.add_argument("--samples", type=int, default=1)
+    parser.add_argument("--workers", default="1,2", help="Comma-separated worker counts (process pool).")
+    parser.add_argument("--inline", action="store_true", help="Also time the inline executor.")
+    parser.add_argument("--seed", type=int, default=5)
+    args = parser.parse_args()
+
+    catalog = catalogue_dir(args.products, args.catalog)
+    backend = open_catalog(catalog)
+    try:
+        problems = ProblemGenerator(backend, seed=args.seed).generate(args.problems)
+    finally:
+        backend.close()
+    work = Path(tempfile.mkdtemp(prefix="eval-bench-problems-"))
+    problems_path = work / "problems.jsonl"
+    write_problems(problems_path, problems)
+
+    settings = [("process", int(w)) for w in args.workers.split(",")]
+    if args.inline:
+        settings.insert(0, ("inline", 1))
+    rows = [
+        one_setting(catalog, problems_path, executor, workers, args.samples) for executor, workers in settings
+    ]
+    shutil.rmtree(work, ignore_errors=True)
+
+    n_products = read_meta(catalog).n_products
+    table = Table(
+        title=f"eval runner · reference:pipeline · {n_products:,} products · {len(problems)} problems × {args.samples}"
+    )
+    for column in (
+        "executor",
+        "workers",
+        "episodes",
+        "steady ep/s",
+        "end-to-end ep/s",
+        "wall s",
+        "first after s",
+        "ASR",
+        "bytes/episode",
+    ):
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(
+            row["executor"],
+            str(row["workers"]),
+            str(row["episodes"]),
+            f"{row['steady_episodes_per_s']}",
+            f"{row['end_to_end_episodes_per_s']}",
+            f"{row['wall_s']}",
+            f"{row['first_episode_after_s']}",
+            f"{row['asr']:.3f}",
+            f"{row['trajectory_bytes_per_episode']:,}",
+        )
+    console.print(table)
+    two = next((r for r in rows if r["executor"] == "process" and r["workers"] == 2), None)
+    if two is not None and two["steady_episodes_per_s"]:
+        verdict = "meets" if two["steady_episodes_per_s"] >= TARGET_EPISODES_PER_S else "misses"
+        console.print(
+            f"2 workers: {two['steady_episodes_per_s']} episodes/s steady — {verdict} the target of {TARGET_EPISODES_PER_S}"
+        )
+
+    out_dir = Path(__file__).resolve().parent / "out"
+    out_dir.mkdir(exist_ok=True)
+    report = {
+        "benchmark": "eval_bench",
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "products": n_products,
+        "catalog": str(catalog),
+        "problems": len(problems),
+        "samples": args.samples,
+        "agent": "reference:pipeline",
+        "similarity": "lexical",
+        "target_episodes_per_s_2_workers": TARGET_EPISODES_PER_S,
+        "results": rows,
+    }
+    path = out_dir / f"eval_bench-{n_products}.json"
+    path.write_text(json.dumps(report, indent=2))
+    console.print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
