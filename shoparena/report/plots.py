@@ -29,7 +29,7 @@ def _pyplot():
 
 def _svg(figure) -> str:
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     _pyplot().close(figure)
     text = buffer.getvalue()
     return text[text.index("<svg") :]  # drop the XML prolog and doctype: the SVG goes inline

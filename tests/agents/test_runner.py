@@ -462,3 +462,41 @@ def test_metrics_agree_with_the_score_command(small_catalog_dir, run_suite, tmp_
     # and both say what the script made happen: the told-gold half succeeds, the timed-out one fails
     expected = sum(1 for p in problems if p.problem_id in some and p.problem_id != slow) / len(problems)
     assert ours["overall"]["metrics"]["asr"]["value"] == pytest.approx(expected)
+
+
+def test_an_interrupted_pool_run_resumes_without_duplicates(small_catalog_dir, run_suite, tmp_path):
+    """Ctrl-C mid-run (raised from the progress callback): finished episodes stay, the rest run later."""
+    path, problems, gold = run_suite
+    out = tmp_path / "run"
+    calls = []
+
+    def interrupt_after_three(state) -> None:
+        calls.append(state.done)
+        if state.done == 3:
+            raise KeyboardInterrupt
+
+    common = dict(executor="process", workers=2, similarity="lexical", n_bootstrap=0)
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(
+            small_catalog_dir, path, "double:i", {"gold": gold}, out, progress=interrupt_after_three, **common
+        )
+    assert orjson.loads((out / RUN_FILE).read_bytes())["status"] == "interrupted"
+    assert not (out / METRICS_FILE).exists()
+    assert len(_records(out)) == 3
+    result = run_eval(small_catalog_dir, path, "double:i", {"gold": gold}, out, **common)
+    assert result.episodes_resumed == 3 and result.episodes_run == len(problems) - 3
+    keys = [r.key for r in _records(out)]
+    assert sorted(keys) == sorted((p.problem_id, 0) for p in problems)
+
+
+def test_ray_executor_runs_the_same_episodes(small_catalog_dir, run_suite, tmp_path):
+    pytest.importorskip("ray")
+    path, _, gold = run_suite
+    runs = {}
+    for executor in ("inline", "ray"):
+        run_eval(
+            small_catalog_dir, path, "double:ray", {"gold": gold, "always_gold": True}, tmp_path / executor,
+            limit=4, executor=executor, workers=1, similarity="lexical", n_bootstrap=0,
+        )  # fmt: skip
+        runs[executor] = {r.key: _strip_volatile(r) for r in _records(tmp_path / executor)}
+    assert runs["inline"] == runs["ray"] and len(runs["ray"]) == 4
