@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -297,6 +298,7 @@ class EpisodeDigest(BaseModel):
     success: bool
     error: str | None = None
     judge_quality: float | None = None
+    judge_gate: str | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
     wall_s: float = 0.0
 
@@ -313,6 +315,7 @@ class EpisodeDigest(BaseModel):
             success=bool(record.score.get("success")),
             error=record.outcome.error,
             judge_quality=record.judge.quality if record.judge else None,
+            judge_gate=record.judge.gate if record.judge else None,
             usage=record.usage,
             wall_s=record.timings.wall_s,
         )
@@ -452,9 +455,17 @@ def compute_metrics(
         q = sum(judged) / len(judged)
         judge = {
             "judged": len(judged),
+            "unjudged": len(selected) - len(judged),
             "q": q,
             "coeff": judge_coefficient(q),
             "final_score": arena_final_score(asr, q) if asr is not None else None,
+            "quality_distribution": {
+                f"{level:.1f}": sum(1 for value in judged if abs(value - level) < 1e-9)
+                for level in (0.1, 0.3, 0.5, 0.7, 0.9)
+            },
+            "gate_distribution": dict(
+                sorted(Counter(r.judge_gate for r in selected if r.judge_gate is not None).items())
+            ),
         }
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "model_calls": 0}
     for record in selected:
@@ -688,6 +699,7 @@ def run_eval(
                             success=bool(score["success"]),
                             error=output.error,
                             judge_quality=verdict.quality if verdict else None,
+                            judge_gate=verdict.gate if verdict else None,
                             usage=output.usage,
                             wall_s=output.wall_s,
                         )

@@ -146,6 +146,21 @@ def register(app: typer.Typer) -> None:
         bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the intervals.")] = 1000,
         seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
         quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+        judge: Annotated[
+            str | None,
+            typer.Option(
+                help="Judge every episode as it finishes: offline (rules, no model) or openai:MODEL."
+            ),
+        ] = None,
+        judge_base_url: Annotated[
+            str | None, typer.Option(help="openai judge: endpoint (or OPENAI_BASE_URL).")
+        ] = None,
+        judge_api_key: Annotated[
+            str | None, typer.Option(help="openai judge: key (or OPENAI_API_KEY).")
+        ] = None,
+        judge_fallback: Annotated[
+            str | None, typer.Option(help="openai judge: fallback models, comma-separated, tried in order.")
+        ] = None,
     ) -> None:
         """Evaluate an agent: trajectories.jsonl, metrics.json, report.md and report.html in --out.
 
@@ -166,6 +181,25 @@ def register(app: typer.Typer) -> None:
             )
         except ValueError as exc:
             raise fail(str(exc)) from exc
+        judge_fn = None
+        if judge is not None:
+            from shoparena.judge import JudgeSpecError, make_judge
+
+            judge_options = {}
+            if judge.startswith("openai:"):
+                judge_options = {
+                    k: v
+                    for k, v in (
+                        ("base_url", judge_base_url),
+                        ("api_key", judge_api_key),
+                        ("fallback", judge_fallback),
+                    )
+                    if v is not None
+                }
+            try:
+                judge_fn = make_judge(judge, **judge_options)
+            except (JudgeSpecError, ValueError) as exc:
+                raise fail(str(exc)) from exc
         try:
             with live_progress(not quiet) as progress:
                 result = run_eval(
@@ -189,6 +223,7 @@ def register(app: typer.Typer) -> None:
                     notes=note or (),
                     n_bootstrap=bootstrap,
                     seed=seed,
+                    judge=judge_fn,
                 )
         except (RunnerError, ValueError) as exc:
             raise fail(str(exc)) from exc
@@ -197,11 +232,25 @@ def register(app: typer.Typer) -> None:
                 f"interrupted: finished episodes are kept in {out}; run the same command to resume"
             )
             raise typer.Exit(130) from None
+        finally:
+            if judge_fn is not None:
+                judge_fn.close()
         if result.dropped_partial_line:
             err_console.print("[yellow]note:[/] dropped a line cut short by an interrupted run (re-ran it)")
+        stats = getattr(judge_fn, "stats", None)
+        if stats is not None and getattr(stats, "failed", False):
+            err_console.print("[red]the judge failed on most episodes (or its circuit breaker opened)[/]")
         md, html = write_run_reports(out)
         run = load_run(out)
         console.print(comparison_rows([run]).rich(title=f"{run.name} · {run.setting()}"))
+        if run.judge:
+            judge_info = run.judge
+            console.print(
+                f"judge: q = {judge_info['q']:.3f} → coeff {judge_info['coeff']:.3f}; "
+                + ", ".join(
+                    f"{level}: {n}" for level, n in (judge_info.get("quality_distribution") or {}).items()
+                )
+            )
         console.print(
             f"{result.episodes_run} episode(s) run, {result.episodes_resumed} resumed · "
             f"wrote {out / 'trajectories.jsonl'}, {out / 'metrics.json'}, {md}, {html}"

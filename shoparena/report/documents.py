@@ -48,12 +48,28 @@ def run_markdown(run: RunView) -> str:
             if judge.get("final_score") is not None
             else f"{judge['judged']} episode(s) judged: q = {judge['q']:.3f}\n"
         )
+        parts.append(judge_distribution_markdown(judge))
     parts += ["\n## Setting\n", config_rows(run).markdown()]
     notes = run.metrics.get("scoring_notes") or []
     if notes:
         parts.append("\n## Notes\n")
         parts += [f"- {note}\n" for note in notes]
     return "".join(parts)
+
+
+def judge_distribution_markdown(judge: dict) -> str:
+    """Quality levels and the gate that set them: where the reasoning stopped earning credit."""
+    quality = judge.get("quality_distribution") or {}
+    gates = judge.get("gate_distribution") or {}
+    if not quality and not gates:
+        return ""
+    total = sum(quality.values()) or 1
+    lines = ["\n| quality | episodes | share |\n|---|---:|---:|\n"]
+    lines += [f"| {level} | {n} | {n / total:.0%} |\n" for level, n in quality.items()]
+    if gates:
+        lines.append("\n| deciding gate | episodes |\n|---|---:|\n")
+        lines += [f"| {gate} | {n} |\n" for gate, n in gates.items()]
+    return "".join(lines)
 
 
 def comparison_markdown(runs: Sequence[RunView], title: str = "Comparison of eval runs") -> str:
