@@ -228,16 +228,24 @@ def read_trace(record: TrajectoryRecord, query: str | None = None) -> TraceView:
                         fields.append((index, key, joined, not by_code))
             for name, arguments in _call_text_fields(message):
                 fields.append((index, name, arguments, False))
-            if text and not by_code:
-                turns.append(ModelTurn(index, text, observed.copy(), set(own), set(own_numbers)))
-                own.update(words(text))
-                own_numbers.update(price_key(n) for n, *_ in numbers_in(text))
+            # the turn's own call arguments are the model's words too: it may describe the filter
+            # it is sending ("price 0-397") in the same message without citing anything it saw
+            call_words: set[str] = set()
+            call_numbers: set[int] = set()
             for cid in ids:
                 call = calls_by_id.get(cid)
                 if call is not None and call.arguments:
                     written = " ".join(str(v) for v in call.arguments.values())
-                    own.update(words(written))
-                    own_numbers.update(price_key(n) for n, *_ in numbers_in(written))
+                    call_words.update(words(written))
+                    call_numbers.update(price_key(n) for n, *_ in numbers_in(written))
+            if text and not by_code:
+                turns.append(
+                    ModelTurn(index, text, observed.copy(), own | call_words, own_numbers | call_numbers)
+                )
+                own.update(words(text))
+                own_numbers.update(price_key(n) for n, *_ in numbers_in(text))
+            own.update(call_words)
+            own_numbers.update(call_numbers)
         elif role == "tool":
             content = message.get("content")
             if isinstance(content, str):

@@ -131,3 +131,22 @@ def test_a_tool_message_without_a_logged_call_shows_nothing(judge_catalog):
     calls = [c for c in record.calls if c.name != "find_product"]
     verdict = OfflineJudge()(record.model_copy(update={"calls": calls}))
     assert verdict.quality <= 0.3
+
+
+def test_numbers_the_turn_sends_as_arguments_are_not_fabrications(scenario):
+    """A model may say which filter it is about to send ("price 0-2500") in the same message."""
+    scenario.turn(
+        "I will search with the filter price 0-2500 so every hit already fits the budget.",
+        "find_product",
+        {"q": "wireless earbuds", "price": "0-2500"},
+    )
+    results = scenario.search()
+    a, b = results[0], results[1]
+    w1, w2 = fresh_words(results, scenario.query)
+    scenario.finish(
+        f"{a['product_id']} ({w1}) costs {a['price']} while {b['product_id']} ({w2}) costs {b['price']}; "
+        f"{a['product_id']} is the better value for the daily commute, so I choose it.",
+        a["product_id"],
+    )
+    verdict = OfflineJudge()(scenario.record())
+    assert "price 0" not in verdict.explanation and verdict.quality == 0.9
