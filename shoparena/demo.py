@@ -5,6 +5,9 @@
 2. environment: generate a problem set from it (product, shop and voucher buckets), play one episode
    per bucket through the harness with a scripted call sequence (search the query, inspect the top
    hits, recommend, terminate: a naive baseline, not a solver) and score each with the rule scorer.
+3. agents and eval: both reference agents (agentic = axis-A shape, pipeline = axis-B shape) are
+   evaluated on those problems with the offline reasoning judge; the Table-1-style comparison and
+   the judge's quality/gate distribution are printed, and each run's report.md/report.html written.
 Later stages are appended as the pipeline grows.
 """
 
@@ -26,7 +29,7 @@ DEMO_PRODUCTS = 20_000
 DEMO_SEED = 42
 DEMO_PROBLEMS = 30
 
-console = Console()
+console = Console(width=max(120, Console().width))
 
 DEMO_SEARCHES = [
     ("wireless earbuds", {}),
@@ -144,6 +147,59 @@ def play_scripted_episodes(catalog_dir: Path, problems_path: Path) -> None:
         catalog.close()
 
 
+def evaluate_reference_agents(catalog_dir: Path, problems_path: Path) -> list[Path]:
+    from shoparena.agents.runner import run_eval
+    from shoparena.judge import make_judge
+    from shoparena.report import comparison_rows, load_run, write_comparison, write_run_reports
+
+    run_dirs = []
+    for variant in ("agentic", "pipeline"):
+        out = DEMO_DIR / "runs" / variant
+        judge = make_judge("offline")
+        started = time.perf_counter()
+        try:
+            result = run_eval(
+                catalog_dir,
+                problems_path,
+                f"reference:{variant}",
+                {},
+                out,
+                workers=2,
+                executor="process",
+                profile="oro7",
+                mode="upstream",
+                similarity="minilm",
+                judge=judge,
+                name=f"reference {variant}",
+            )
+        finally:
+            judge.close()
+        write_run_reports(out)
+        console.print(
+            f"reference:{variant}: {result.episodes_run} episode(s) run, {result.episodes_resumed} resumed "
+            f"in {time.perf_counter() - started:.1f}s → {out}/report.html"
+        )
+        run_dirs.append(out)
+    runs = [load_run(path) for path in run_dirs]
+    console.print(comparison_rows(runs, ci=False).rich(title="Reference agents (Table 1 shape)"))
+    judge_table = Table(title="Offline judge: episodes per quality level", title_justify="left")
+    judge_table.add_column("variant")
+    for level in ("0.1", "0.3", "0.5", "0.7", "0.9"):
+        judge_table.add_column(level, justify="right")
+    judge_table.add_column("q → coeff", justify="right")
+    for run in runs:
+        judge = run.judge or {}
+        levels = judge.get("quality_distribution") or {}
+        judge_table.add_row(
+            run.name,
+            *(str(levels.get(level, 0)) for level in ("0.1", "0.3", "0.5", "0.7", "0.9")),
+            f"{judge.get('q', 0):.2f} → {judge.get('coeff', 0):.2f}",
+        )
+    console.print(judge_table)
+    write_comparison(runs, DEMO_DIR / "runs" / "comparison.md", DEMO_DIR / "runs" / "comparison.html")
+    return run_dirs
+
+
 def main() -> None:
     console.print(Rule("shoparena demo · 1 · catalogue and search"))
     catalog_dir = build_or_reuse_catalog()
@@ -151,6 +207,8 @@ def main() -> None:
     console.print(Rule("shoparena demo · 2 · problems, harness and scoring"))
     problems_path = generate_problems(catalog_dir)
     play_scripted_episodes(catalog_dir, problems_path)
+    console.print(Rule("shoparena demo · 3 · reference agents, eval and the judge"))
+    evaluate_reference_agents(catalog_dir, problems_path)
     console.print(
         f'\nTry it yourself: [bold].venv/bin/shoparena search {catalog_dir} "red dress" --service COD[/]'
     )
