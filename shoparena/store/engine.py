@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -19,6 +22,11 @@ DEFAULT_STORE_FILE = "shoparena.db"
 ALEMBIC_INI = str(resources.files("shoparena.store") / "alembic.ini")
 MIGRATIONS = "shoparena.store:migrations"
 SUPPORTED_DIALECTS = ("sqlite", "postgresql")
+WRITE_OPTION = "shoparena_store_write"
+_ALEMBIC_LOCK = threading.Lock()
+"""Alembic keeps its running context in module globals: one migration at a time per process."""
+MIGRATION_LOCK_KEY = 0x5E0A_2E4A
+"""PostgreSQL advisory lock id held while migrating (any fixed 64-bit number unique to shoparena)."""
 
 
 class CanonicalJSON(str):
@@ -69,18 +77,42 @@ def make_engine(store: str | os.PathLike | None = None, **options: Any) -> Engin
         url, json_serializer=_dump_json, json_deserializer=orjson.loads, future=True, **options
     )
     if dialect == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
     return engine
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    """Foreign keys on (invalidations must name a stored record); WAL so readers never block the writer."""
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    """Wait for locks rather than fail; big pages for ~10 KB rows (new files only); WAL so readers never
+    block the writer; foreign keys on (invalidations must name a stored record).
+
+    The driver's own transaction handling is switched off (it would begin only before DML, leaving
+    lookups and DDL outside the transaction): `_sqlite_begin` issues BEGIN itself.
+    """
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=60000")
+    cursor.execute("PRAGMA page_size=16384")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _sqlite_begin(connection: Any) -> None:
+    """Writers take the write lock when they begin, so a transaction that reads then writes (the ingest
+    lookup, a migration) never finds its snapshot stale and fails with "database is locked"."""
+    write = connection.get_execution_options().get(WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A read-then-write transaction: on SQLite it holds the write lock from its start."""
+    with engine.connect() as connection:
+        connection.execution_options(**{WRITE_OPTION: True})
+        with connection.begin():
+            yield connection
 
 
 def alembic_config(connection: Any = None):
@@ -94,10 +126,16 @@ def alembic_config(connection: Any = None):
 
 
 def upgrade_to_head(engine: Engine) -> None:
-    """Bring the schema to the newest revision (a no-op when it is there already)."""
+    """Bring the schema to the newest revision (a no-op when it is there already).
+
+    Safe when several processes open a new store at once: SQLite serialises them on its write lock,
+    PostgreSQL on a transaction-scoped advisory lock, and each then finds what the first one made.
+    """
     from alembic import command
 
-    with engine.begin() as connection:
+    with _ALEMBIC_LOCK, write_transaction(engine) as connection:
+        if engine.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
         command.upgrade(alembic_config(connection), "head")
 
 

@@ -2,14 +2,16 @@
 
 Each batch is one transaction: look up which record ids are stored already (same content hash: a
 duplicate; a different one: a conflict, never an overwrite), then insert the rest with
-`INSERT … ON CONFLICT (record_id) DO NOTHING RETURNING record_id` — a concurrent ingester that wins a
-race for an id is caught by the RETURNING set and classified the same way. Bad lines are rejects
+`INSERT … ON CONFLICT (record_id) DO NOTHING RETURNING record_id` (multi-row VALUES pages); an id missing
+from what it returns was stored by a concurrent ingester in between, and is classified the same way. Bad lines are rejects
 (file:line and reason), counted and skipped; the run goes on.
 """
 
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +22,7 @@ from sqlalchemy import Connection, Engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.store.engine import write_transaction
 from shoparena.store.errors import RecordConflictError
 from shoparena.store.records import PreparedRecord, RecordRejected, prepare, validation_reason
 from shoparena.store.schema import Evaluation
@@ -180,7 +183,7 @@ def _write_batch(engine: Engine, batch: list[PreparedRecord], report: IngestRepo
             report.duplicates += 1
         else:
             emit(_conflict(item, earlier.content_sha256))
-    with engine.begin() as connection:
+    with write_transaction(engine) as connection:
         stored = _stored_hashes(connection, list(unique))
         fresh = []
         for record_id, item in unique.items():
@@ -193,18 +196,68 @@ def _write_batch(engine: Engine, batch: list[PreparedRecord], report: IngestRepo
                 emit(_conflict(item, known))
         if not fresh:
             return
-        inserted = set(
-            connection.execute(_insert_statement(engine.dialect.name), [item.row for item in fresh]).scalars()
-        )
+        statement = _insert_statement(engine.dialect.name)
+        inserted = set(connection.execute(statement, [item.row for item in fresh]).scalars())
         report.inserted += len(inserted)
         raced = [item for item in fresh if item.record_id not in inserted]
-        if raced:
-            winners = _stored_hashes(connection, [item.record_id for item in raced])
-            for item in raced:
-                if winners.get(item.record_id) == item.content_sha256:
-                    report.duplicates += 1
-                else:
-                    emit(_conflict(item, winners.get(item.record_id, "?" * 64)))
+        if not raced:
+            return
+        # A concurrent ingester stored these ids between our lookup and our insert: the same content
+        # is a duplicate, a different one a conflict (ON CONFLICT kept theirs, never ours).
+        winners = _stored_hashes(connection, [item.record_id for item in raced])
+        for item in raced:
+            if winners.get(item.record_id) == item.content_sha256:
+                report.duplicates += 1
+            else:
+                emit(_conflict(item, winners.get(item.record_id, "?" * 64)))
+
+
+class _BatchWriter:
+    """Writes batches on one background thread while the caller parses the next one.
+
+    The database drivers release the GIL while SQLite writes pages or PostgreSQL answers, so parsing
+    and validating (pure CPU) overlaps with storing. The queue holds one batch: memory stays bounded
+    at about three batches (one parsing, one waiting, one writing).
+    """
+
+    def __init__(self, engine: Engine, report: IngestReport, emit, progress):
+        self.engine = engine
+        self.report = report
+        self.emit = emit
+        self.progress = progress
+        self.queue: queue.Queue = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="store-ingest-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            job = self.queue.get()
+            if job is None:
+                return
+            batch, covered = job
+            if self.error is not None:
+                continue  # drain: the caller stops at its next put
+            try:
+                if batch:
+                    _write_batch(self.engine, batch, self.report, self.emit)
+                if self.progress is not None:
+                    self.progress(covered)
+            except BaseException as exc:
+                self.error = exc
+
+    def put(self, batch: list[PreparedRecord], covered: int) -> None:
+        self._raise()
+        self.queue.put((batch, covered))
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        self._raise()
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            raise self.error
 
 
 def ingest_records(
@@ -218,42 +271,45 @@ def ingest_records(
     """Store every record (or `(source, record | reject)` pair, as `read_records` yields them).
 
     Returns the counts; rejects and conflicts are reported, never raised, so one bad line never stops a
-    batch job (call `report.raise_for_conflicts()` where a conflict must stop the caller).
+    batch job (call `report.raise_for_conflicts()` where a conflict must stop the caller). Database
+    errors (unreachable server, full disk) do raise: batches committed before them stay stored, and
+    ingesting the same input again completes the job.
     """
     started = datetime.now(UTC)
     report = IngestReport()
     dialect = engine.dialect.name
+    lock = threading.Lock()
 
     def emit(reject: Reject) -> None:
-        report.add_reject(reject)
-        if on_reject is not None:
-            on_reject(reject)
+        with lock:
+            report.add_reject(reject)
+            if on_reject is not None:
+                on_reject(reject)
 
+    writer = _BatchWriter(engine, report, emit, progress)
     batch: list[PreparedRecord] = []
-    unreported = 0
-    for entry in records:
-        report.seen += 1
-        unreported += 1
-        if isinstance(entry, TrajectoryRecord):
-            source, item = f"record:{entry.record_id}", entry
-        else:
-            source, item = entry
-        if isinstance(item, Reject):
-            emit(item)
-        else:
-            try:
-                batch.append(prepare(item, source, started, dialect))
-            except RecordRejected as exc:
-                emit(Reject(source=source, reason=str(exc), record_id=item.record_id))
-        if len(batch) >= batch_size:
-            _write_batch(engine, batch, report, emit)
-            batch = []
-            if progress is not None:
-                progress(unreported)
-            unreported = 0
-    if batch:
-        _write_batch(engine, batch, report, emit)
-    if progress is not None and unreported:
-        progress(unreported)
+    covered = 0
+    try:
+        for entry in records:
+            report.seen += 1
+            covered += 1
+            if isinstance(entry, TrajectoryRecord):
+                source, item = f"record:{entry.record_id}", entry
+            else:
+                source, item = entry
+            if isinstance(item, Reject):
+                emit(item)
+            else:
+                try:
+                    batch.append(prepare(item, source, started, dialect))
+                except RecordRejected as exc:
+                    emit(Reject(source=source, reason=str(exc), record_id=item.record_id))
+            if len(batch) >= batch_size:
+                writer.put(batch, covered)
+                batch, covered = [], 0
+        if batch or covered:
+            writer.put(batch, covered)
+    finally:
+        writer.close()
     report.wall_s = (datetime.now(UTC) - started).total_seconds()
     return report

@@ -18,7 +18,7 @@ from sqlalchemy import Engine, and_, func, select
 from sqlalchemy.exc import OperationalError
 
 from shoparena.agents.trajectory import TrajectoryRecord
-from shoparena.store.engine import current_revision, make_engine, upgrade_to_head
+from shoparena.store.engine import current_revision, make_engine, upgrade_to_head, write_transaction
 from shoparena.store.errors import StoreError, UnknownRecordError
 from shoparena.store.export import (
     ExportFormat,
@@ -137,7 +137,7 @@ class TrajectoryStore:
         info = InvalidationInfo(
             record_id=record_id, reason=reason, invalidated_by=by, created_at=datetime.now(UTC)
         )
-        with self.engine.begin() as connection:
+        with write_transaction(self.engine) as connection:
             known = connection.execute(
                 select(EVALUATIONS.c.id).where(EVALUATIONS.c.record_id == record_id)
             ).first()

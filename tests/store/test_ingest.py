@@ -143,3 +143,64 @@ def test_records_round_trip_through_the_model(store, records):
         assert isinstance(stored, TrajectoryRecord)
         assert stored == record
     assert store.get("no-such-record") is None
+
+
+def test_a_rival_ingester_between_lookup_and_insert_is_classified_not_overwritten(
+    pg_store_url, records, monkeypatch
+):
+    """Another writer stores some ids after our lookup: same content → duplicate, other → conflict.
+
+    PostgreSQL only: on SQLite the lookup and the insert hold the write lock together, so no rival can
+    come between them (the concurrent-ingesters test covers SQLite).
+    """
+    from shoparena.store import ingest, open_store
+
+    store_url = pg_store_url
+    store = open_store(store_url)
+
+    mine = records[:6]
+    rival_same = records[0]
+    rival_other = records[1].model_copy(update={"score": {**records[1].score, "rule": 0.5}})
+    real_lookup = ingest._stored_hashes
+    calls = []
+
+    def lookup_then_rival_writes(connection, record_ids):
+        found = real_lookup(connection, record_ids)
+        if not calls:
+            calls.append(record_ids)  # before the rival's own lookups come through here
+            with open_store(store_url) as rival:
+                assert rival.ingest([rival_same, rival_other]).inserted == 2
+        return found
+
+    monkeypatch.setattr(ingest, "_stored_hashes", lookup_then_rival_writes)
+    report = store.ingest(mine)
+    assert (report.inserted, report.duplicates, report.conflicts) == (4, 1, 1)
+    assert report.rejects[0].record_id == records[1].record_id
+    assert store.get(records[1].record_id) == rival_other
+    assert store.count() == 6
+    store.close()
+
+
+def test_concurrent_ingesters_store_each_record_once(store_url, records):
+    import threading
+
+    from shoparena.store import open_store
+
+    bulk = [copy for record in records[:4] for copy in copies(record, 150, f"c-{record.problem.problem_id}")]
+    halves = (bulk[: len(bulk) * 3 // 4], bulk[len(bulk) // 4 :])
+    reports = []
+
+    def run(part):
+        with open_store(store_url) as own:
+            reports.append(own.ingest(part, batch_size=50))
+
+    threads = [threading.Thread(target=run, args=(part,)) for part in halves]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(r.inserted for r in reports) == len(bulk)
+    assert sum(r.duplicates for r in reports) == sum(len(p) for p in halves) - len(bulk)
+    assert sum(r.rejected for r in reports) == 0
+    with open_store(store_url) as store:
+        assert store.count() == len(bulk)

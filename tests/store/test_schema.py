@@ -138,3 +138,24 @@ def test_store_urls(tmp_path, monkeypatch):
 def test_unreachable_postgresql_is_a_clear_error():
     with pytest.raises(StoreError, match="cannot open store postgresql"):
         open_store("postgresql://postgres@127.0.0.1:1/nowhere?connect_timeout=2")
+
+
+def test_many_processes_opening_a_new_store_at_once_all_succeed(store_url):
+    import threading
+
+    errors, revisions = [], []
+
+    def opener():
+        try:
+            with open_store(store_url) as opened:
+                revisions.append(current_revision(opened.engine))
+        except Exception as exc:  # collected: the assertion below names it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=opener) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert revisions == ["0001_initial"] * 4
