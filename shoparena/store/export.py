@@ -1,7 +1,7 @@
 """Exports of stored evaluations: JSONL of the canonical records, or Parquet of provenance columns.
 
-JSONL lines are the records exactly as ingested (their canonical bytes, each checked against its
-content hash on the way out). Parquet carries the flat provenance columns plus the record as a JSON
+JSONL lines are the records exactly as ingested, in canonical form (`records.canonical_bytes`, each
+line checked against its content hash on the way out). Parquet carries the flat provenance columns plus the record as a JSON
 string. Both stream page by page and write to a temporary file renamed into place when complete.
 """
 

@@ -37,11 +37,12 @@ class PreparedRecord:
 
 
 def canonical_bytes(record: TrajectoryRecord) -> bytes:
-    """The record's one serialisation: compact JSON in model field order, as the eval runner writes it.
+    """The record's one serialisation: compact JSON of `model_dump(mode="json")` in model field order.
 
-    Its sha256 is the content hash, and a JSONL export returns exactly these bytes (the order of keys in
-    free-form dicts — messages, tool schemas, call results — is part of it, which is why PostgreSQL
-    keeps the text beside the jsonb).
+    Its sha256 is the content hash, so any serialisation of the same record (the eval runner splices
+    score and judge onto the end of its lines) is the same record, and a JSONL export returns exactly
+    these bytes. The key order inside free-form dicts (messages, tool schemas, call results) is part of
+    it, which is why PostgreSQL keeps the text beside the jsonb.
     """
     return orjson.dumps(record.model_dump(mode="json"))
 
