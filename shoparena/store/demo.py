@@ -47,7 +47,8 @@ def store_runs(
         console.print(
             f"store {url}: ingested {first.inserted} new, {first.duplicates} duplicate, "
             f"{first.rejected} rejected in {first.wall_s:.2f} s; again: {again.inserted} new, "
-            f"{again.duplicates} duplicate (idempotent)"
+            f"{again.duplicates} duplicate (idempotent)",
+            soft_wrap=True,
         )
         table = Table(title="Stored evaluations per agent", title_justify="left")
         for column in ("agent", "evaluations", "success", "mean rule", "mean judge q"):
@@ -61,5 +62,5 @@ def store_runs(
                 f"{group.mean_quality:.2f}" if group.mean_quality is not None else "–",
             )
         console.print(table)
-        console.print(f"exported {stats.evaluations} records → {jsonl} and {parquet.name}")
+        console.print(f"exported {stats.evaluations} records → {jsonl} and {parquet.name}", soft_wrap=True)
     return StoredRuns(store_url=url, first=first, again=again, stats=stats, jsonl=jsonl, parquet=parquet)
