@@ -8,7 +8,10 @@
 3. agents and eval: both reference agents (agentic = axis-A shape, pipeline = axis-B shape) are
    evaluated on those problems with the offline reasoning judge; the Table-1-style comparison and
    the judge's quality/gate distribution are printed, and each run's report.md/report.html written.
-Later stages are appended as the pipeline grows.
+4. store: the judged trajectories go into the append-only trajectory store (SQLite here; the same
+   code runs on PostgreSQL), twice to show ingest is idempotent, and are exported as JSONL + Parquet;
+5. corpus: the export becomes a leak-guarded, TRL-ready training corpus (normalise → judge and format
+   gates → per-problem ranking → axis split → train/eval split) with its report and funnel plot.
 """
 
 from __future__ import annotations
@@ -200,6 +203,37 @@ def evaluate_reference_agents(catalog_dir: Path, problems_path: Path) -> list[Pa
     return run_dirs
 
 
+def build_demo_corpus(catalog_dir: Path, problems_path: Path, export: Path) -> None:
+    from shoparena.corpus.pipeline import CorpusConfig, build_corpus
+
+    out = DEMO_DIR / "corpus"
+    result = build_corpus(
+        CorpusConfig(
+            inputs=[export],
+            out=out,
+            catalog=catalog_dir,
+            problems=[problems_path],
+            eval_size=6,
+            seed=DEMO_SEED,
+        )
+    )
+    c = result.counts
+    console.print(
+        f"inputs {c['inputs']:,} = kept {c['train'] + c['eval']:,} (train {c['train']:,}, eval {c['eval']:,})"
+        f" + rejected {c['rejected']:,} + axis-B {c['axis_b']:,} + deduplicated {c['deduplicated']:,}"
+        "  [green]✓ nothing lost[/]"
+    )
+    table = Table(title="Why rows left the corpus", title_justify="left")
+    table.add_column("reason")
+    table.add_column("rows", justify="right")
+    for reason, n in sorted(result.reasons.items(), key=lambda kv: -kv[1]):
+        table.add_row(reason, f"{n:,}")
+    console.print(table)
+    console.print(
+        f"corpus → {out}/ (train/eval .jsonl + .parquet for TRL, report.md, funnel.png, manifest.json)"
+    )
+
+
 def main() -> None:
     console.print(Rule("shoparena demo · 1 · catalogue and search"))
     catalog_dir = build_or_reuse_catalog()
@@ -208,7 +242,13 @@ def main() -> None:
     problems_path = generate_problems(catalog_dir)
     play_scripted_episodes(catalog_dir, problems_path)
     console.print(Rule("shoparena demo · 3 · reference agents, eval and the judge"))
-    evaluate_reference_agents(catalog_dir, problems_path)
+    run_dirs = evaluate_reference_agents(catalog_dir, problems_path)
+    console.print(Rule("shoparena demo · 4 · the append-only trajectory store"))
+    from shoparena.store.demo import store_runs
+
+    stored = store_runs(run_dirs, DEMO_DIR / "store", console)
+    console.print(Rule("shoparena demo · 5 · from trajectories to a training corpus"))
+    build_demo_corpus(catalog_dir, problems_path, stored.jsonl)
     console.print(
         f'\nTry it yourself: [bold].venv/bin/shoparena search {catalog_dir} "red dress" --service COD[/]'
     )
