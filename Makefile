@@ -27,8 +27,14 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 -q
 
+# Every benchmark with its defaults (the 2.7M search run alone takes ~15 min on 2 cores).
 bench: $(STAMP)
 	$(BIN)/python bench/search_bench.py
+	$(BIN)/python bench/harness_bench.py --catalog /tmp/shoparena-bench/cat-2700000
+	$(BIN)/python bench/score_bench.py --catalog /tmp/shoparena-bench/cat-2700000
+	$(BIN)/python bench/eval_bench.py
+	$(BIN)/python bench/store_bench.py --pg postgresql://postgres@127.0.0.1:5432/postgres
+	$(BIN)/python bench/corpus_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
