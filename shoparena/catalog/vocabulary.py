@@ -55,6 +55,30 @@ MARKETING_PREFIXES = [
     "2026 New",
     "Fast Delivery",
 ]
+MARKETING_WORDS = frozenset(
+    [
+        "fast",
+        "delivery",
+        "new",
+        "original",
+        "hot",
+        "sale",
+        "ready",
+        "stock",
+        "cod",
+        "free",
+        "shipping",
+        "best",
+        "seller",
+        "promo",
+        "authentic",
+        "high",
+        "quality",
+        "cheap",
+        "premium",
+    ]
+)
+"""Listing filler that says nothing about what a product is (titles carry it; users don't repeat it)."""
 PACK_SUFFIXES = ["1pc", "2pcs", "3pcs", "5pcs", "Set", "Bundle", "Pack of 2", "10pcs"]
 
 

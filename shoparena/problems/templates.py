@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import re
 
+from shoparena.catalog.vocabulary import MARKETING_WORDS
 from shoparena.problems.models import RewardSpec, Voucher
 
 SERVICE_PHRASES: dict[str, tuple[str, ...]] = {
@@ -36,29 +37,7 @@ PRICE_PHRASES: dict[str, tuple[str, ...]] = {
 }
 
 # Marketing filler that says nothing about what the product is; never used as the title phrase.
-_FILLER = frozenset(
-    [
-        "fast",
-        "delivery",
-        "new",
-        "original",
-        "hot",
-        "sale",
-        "ready",
-        "stock",
-        "cod",
-        "free",
-        "shipping",
-        "best",
-        "seller",
-        "promo",
-        "authentic",
-        "high",
-        "quality",
-        "cheap",
-        "premium",
-    ]
-)
+_FILLER = MARKETING_WORDS
 _STOPWORDS = frozenset(
     ["a", "an", "and", "the", "in", "for", "of", "with", "to", "by", "on", "or", "from", "at"]
 )

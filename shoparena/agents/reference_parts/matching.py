@@ -22,30 +22,9 @@ from shoparena.agents.reference_parts.query import (
     normalise,
     tokens,
 )
+from shoparena.catalog.vocabulary import MARKETING_WORDS
 
-TITLE_FILLER = frozenset(
-    [
-        "fast",
-        "delivery",
-        "new",
-        "original",
-        "hot",
-        "sale",
-        "ready",
-        "stock",
-        "cod",
-        "free",
-        "shipping",
-        "best",
-        "seller",
-        "promo",
-        "authentic",
-        "high",
-        "quality",
-        "cheap",
-        "premium",
-    ]
-)
+TITLE_FILLER = MARKETING_WORDS
 """Marketing words a user never repeats from a title: skipped when looking for the query's phrase in one."""
 _ALPHA_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 _TOKEN_SPAN = re.compile(r"[a-z0-9][a-z0-9+.\-:/]*[a-z0-9+]|[a-z0-9]")

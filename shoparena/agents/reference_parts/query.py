@@ -13,7 +13,9 @@ import math
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
+
+from shoparena.problems.models import Field, Voucher
 
 # -- vocabularies -----------------------------------------------------------------------------------
 ARTICLES = ("a", "an", "some", "the")
@@ -205,14 +207,8 @@ class VoucherTerms(BaseModel):
     cap: float | None = None
 
     def total_after(self, total: float, single_shop: bool) -> float:
-        if total < self.threshold or (self.voucher_type == "shop" and not single_shop):
-            return total
-        if self.discount_type == "fixed":
-            return total - (self.face_value or 0.0)
-        reduction = total * (self.discount or 0.0)
-        if self.cap:
-            reduction = min(reduction, self.cap)
-        return total - reduction
+        """The voucher arithmetic of the task format itself (terms read from text are not validated)."""
+        return Voucher.model_construct(**self.model_dump()).discounted_total(total, single_shop)
 
     def fits(self, total: float, single_shop: bool) -> bool:
         """The scorer's budget rule: within budget as is, or after the voucher."""
