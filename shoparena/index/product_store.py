@@ -113,11 +113,25 @@ class ProductStore:
 
 
 class ProductStoreWriter:
-    """Bulk writer that assigns dense ords; a duplicate id is refused (the first one wins)."""
+    """Bulk writer that assigns dense ords; a duplicate id is refused (the first one wins).
 
-    def __init__(self, path: Path, batch: int = 20_000):
+    LMDB reads the pages it updates through its memory map, and the kernel maps neighbouring pages
+    with every fault; the random id inserts thus map most of the file, which counts towards RSS even
+    though it is clean page cache. Re-opening the environment after every `remap_every` commits drops
+    the mapping: with 5k-product batches a 2.7M build keeps ~0.2 GB mapped instead of ~1.1 GB.
+    """
+
+    def __init__(self, path: Path, batch: int = 5_000, remap_every: int = 1):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        self._batch = batch
+        self._remap_every = remap_every
+        self._pending = 0
+        self._commits = 0
+        self.count = 0
+        self._open()
+
+    def _open(self) -> None:
         self._env = lmdb.open(
             str(self.path),
             map_size=_MAP_SIZE,
@@ -126,13 +140,11 @@ class ProductStoreWriter:
             writemap=False,
             sync=False,
             metasync=False,
+            readahead=False,
         )
         self._products = self._env.open_db(b"products")
         self._ids = self._env.open_db(b"ids")
-        self._batch = batch
-        self._pending = 0
         self._txn = self._env.begin(write=True)
-        self.count = 0
 
     def add(self, product_id: str, product_json: bytes) -> int | None:
         """Store one product and return its ord; None (nothing written) when the id is already present."""
@@ -144,8 +156,13 @@ class ProductStoreWriter:
         self._pending += 1
         if self._pending >= self._batch:
             self._txn.commit()
-            self._txn = self._env.begin(write=True)
             self._pending = 0
+            self._commits += 1
+            if self._commits % self._remap_every == 0:
+                self._env.close()
+                self._open()
+            else:
+                self._txn = self._env.begin(write=True)
         return ordinal
 
     def close(self) -> None:
