@@ -115,11 +115,15 @@ class TokenCounter:
             return [self._hf_count(messages, tools) for messages, tools in rows]
         segments = [chatml_segments(messages, tools) for messages, tools in rows]
         cache = self._cache
-        missing = list({text for row in segments for text in row if text not in cache})
-        self._cached_chars += sum(map(len, missing))
-        if self._cached_chars > CACHE_CHARS:
+        needed = {text for row in segments for text in row}
+        missing = [text for text in needed if text not in cache]
+        if self._cached_chars + sum(map(len, missing)) > CACHE_CHARS:
+            # start over, keeping this batch's texts: clearing only the new ones' room would drop
+            # texts the batch found cached a moment ago
             cache.clear()
-            self._cached_chars = sum(map(len, missing))
+            self._cached_chars = 0
+            missing = list(needed)
+        self._cached_chars += sum(map(len, missing))
         if self._fast is not None:
             encoded = self._fast.encode_batch(missing, add_special_tokens=False)
             cache.update((text, len(e.ids)) for text, e in zip(missing, encoded, strict=True))

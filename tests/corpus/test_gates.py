@@ -112,3 +112,26 @@ def test_tokenizer_by_path_and_bad_tokenizer(tmp_path):
     assert TokenCounter("regex").count(row.messages, row.tools) > 0
     with pytest.raises(TokenizerError):
         TokenCounter("Qwen/Qwen3-4B")  # hub names are never downloaded
+
+
+def test_token_counts_survive_the_cache_filling_up(monkeypatch):
+    """When the bounded cache is cleared mid-batch, texts the batch found cached must still count."""
+    from shoparena.corpus import tokens
+
+    rows = [
+        (
+            [
+                {"role": "user", "content": f"find item {i} " + "word " * (i % 7)},
+                {"role": "assistant", "content": "ok"},
+            ],
+            [],
+        )
+        for i in range(60)
+    ]
+    expected = tokens.TokenCounter("regex").count_many(rows)
+    monkeypatch.setattr(tokens, "CACHE_CHARS", 400)  # a few rows' worth: forces clears between batches
+    counter = tokens.TokenCounter("regex")
+    got = []
+    for start in range(0, len(rows), 7):  # overlapping texts across batches ("ok", shared prefixes)
+        got += counter.count_many(rows[start : start + 7])
+    assert got == expected
