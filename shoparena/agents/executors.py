@@ -120,6 +120,7 @@ class EpisodeResult(BaseModel):
     steps_used: int = 0
     end_reason: str | None = None
     error: str | None = None
+    notes: list[str] = Field(default_factory=list)
     format_ok: bool | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
     started_at: str
@@ -183,6 +184,7 @@ def record_body(result: EpisodeResult, problem: Problem, config: WorkerConfig) -
             steps_used=result.steps_used,
             end_reason=result.end_reason,
             error=result.error,
+            notes=result.notes,
         ),
         score={},
         scoring_mode=config.scoring_mode,
@@ -344,6 +346,7 @@ class EpisodeWorker:
             steps_used=episode.steps_used,
             end_reason=episode.end_reason or (f"agent error: {error}" if error else "agent returned"),
             error=error,
+            notes=list(agent_run.notes),
             format_ok=(not any(t.format_errors for t in turns)) if turns else None,
             usage=agent_run.usage,
             started_at=started_at,

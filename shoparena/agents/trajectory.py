@@ -59,6 +59,8 @@ class Outcome(BaseModel):
     end_reason: str | None
     error: str | None = None
     """Crash, timeout or protocol failure of the agent; the episode then scores as a failure."""
+    notes: list[str] = Field(default_factory=list)
+    """What the harness did on the agent's behalf, e.g. a miner's claimed recommendation replayed."""
 
 
 class JudgeVerdict(BaseModel):
