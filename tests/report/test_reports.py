@@ -93,14 +93,15 @@ def test_run_report_holds_the_tables_and_the_plots(two_runs):
     assert single.count("<svg") == 2  # one sample: no pass@k curve
 
 
-def test_report_command_compares_runs_side_by_side(two_runs, tmp_path):
+def test_report_command_compares_runs_side_by_side(two_runs, tmp_path, monkeypatch):
+    from shoparena.cli import common
+
     pipeline, agentic, _, _ = two_runs
     out, html = tmp_path / "table1.md", tmp_path / "table1.html"
-    result = cli.invoke(
-        app,
-        ["report", str(pipeline), str(agentic), "--out", str(out), "--html", str(html)],
-        env={"COLUMNS": "220"},
-    )
+    # the console was sized when first imported (80 columns without a terminal): widen it so table
+    # cells are not wrapped into each other
+    monkeypatch.setattr(common.console, "width", 220)
+    result = cli.invoke(app, ["report", str(pipeline), str(agentic), "--out", str(out), "--html", str(html)])
     assert result.exit_code == 0, result.output
     condensed = re.sub(r"[^0-9A-Za-z:()]", "", result.output)  # immune to the table wrapping cells
     assert "pipeline(axisB)" in condensed and "reference:agentic" in condensed
