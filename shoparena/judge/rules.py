@@ -205,9 +205,29 @@ def _near_seen_price(cents: int, seen: Observed, tolerance: float) -> bool:
     return False
 
 
+MAX_BASKET_PRICES = 10  # subset sums of at most this many cited prices (2^10 sums)
+
+
+def basket_totals(turn: ModelTurn) -> set[int]:
+    """Totals of any subset of the seen prices this turn itself cites (a basket summed in the text)."""
+    cited = list(
+        dict.fromkeys(
+            price_key(value) for value, *_ in numbers_in(turn.text) if price_key(value) in turn.seen.prices
+        )
+    )[:MAX_BASKET_PRICES]
+    totals = {0}
+    for cents in cited:
+        totals |= {total + cents for total in totals}
+    totals.discard(0)
+    return totals
+
+
 def fabricated_data(turn: ModelTurn, rules: RuleSettings = DEFAULT_RULES) -> list[str]:
-    """Ids and prices this turn writes that no earlier observation, the query or the model's calls showed."""
+    """Ids and prices this turn writes that no earlier observation, the query or the model's calls showed.
+
+    A total of prices the turn itself cites is arithmetic on seen data, not an invention."""
     bad: list[str] = []
+    totals: set[int] | None = None
     for match in _ID_LIKE.finditer(turn.text):
         token = match.group(0)
         if (
@@ -226,6 +246,10 @@ def fabricated_data(turn: ModelTurn, rules: RuleSettings = DEFAULT_RULES) -> lis
             continue
         cents = price_key(value)
         if cents in turn.own_numbers or _near_seen_price(cents, turn.seen, rules.price_tolerance):
+            continue
+        if totals is None:
+            totals = basket_totals(turn)
+        if any(abs(total - cents) <= rules.price_tolerance * max(total, 1) for total in totals):
             continue
         bad.append(f"price {written}")
     return bad

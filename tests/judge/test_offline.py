@@ -150,3 +150,31 @@ def test_numbers_the_turn_sends_as_arguments_are_not_fabrications(scenario):
     )
     verdict = OfflineJudge()(scenario.record())
     assert "price 0" not in verdict.explanation and verdict.quality == 0.9
+
+
+def test_a_basket_total_of_cited_prices_is_arithmetic_not_invention(scenario):
+    results = scenario.search()
+    a, b, c = results[0], results[1], results[2]
+    w1, w2 = fresh_words(results, scenario.query)
+    total = round(a["price"] + b["price"] + c["price"], 2)
+    scenario.finish(
+        f"{a['product_id']} ({w1}) costs {a['price']}, {b['product_id']} ({w2}) costs {b['price']} and "
+        f"{c['product_id']} costs {c['price']}; the basket would total {total}, so {a['product_id']} alone "
+        "is the better value for the commute.",
+        a["product_id"],
+    )
+    assert OfflineJudge()(scenario.record()).quality == 0.9
+
+
+def test_a_total_that_no_cited_prices_add_up_to_is_still_caught(scenario):
+    results = scenario.search()
+    a, b = results[0], results[1]
+    w1, w2 = fresh_words(results, scenario.query)
+    wrong = round(a["price"] + b["price"] + 1234.56, 2)
+    scenario.finish(
+        f"{a['product_id']} ({w1}) costs {a['price']} and {b['product_id']} ({w2}) costs {b['price']}; "
+        f"together they total {wrong}, so {a['product_id']} alone is the better value.",
+        a["product_id"],
+    )
+    verdict = OfflineJudge()(scenario.record())
+    assert verdict.quality == 0.5 and f"price {wrong}" in verdict.explanation
