@@ -12,7 +12,14 @@ from pathlib import Path
 
 from shoparena.report import plots
 from shoparena.report.runs import REPORT_HTML, REPORT_MD, RunView, load_run
-from shoparena.report.tables import Rows, comparison_rows, config_rows, pass_at_k_rows, run_metric_rows
+from shoparena.report.tables import (
+    Rows,
+    comparison_rows,
+    config_rows,
+    judge_rows,
+    pass_at_k_rows,
+    run_metric_rows,
+)
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -48,28 +55,13 @@ def run_markdown(run: RunView) -> str:
             if judge.get("final_score") is not None
             else f"{judge['judged']} episode(s) judged: q = {judge['q']:.3f}\n"
         )
-        parts.append(judge_distribution_markdown(judge))
+        parts += [f"\n{rows.markdown()}" for rows in judge_rows(run)]
     parts += ["\n## Setting\n", config_rows(run).markdown()]
     notes = run.metrics.get("scoring_notes") or []
     if notes:
         parts.append("\n## Notes\n")
         parts += [f"- {note}\n" for note in notes]
     return "".join(parts)
-
-
-def judge_distribution_markdown(judge: dict) -> str:
-    """Quality levels and the gate that set them: where the reasoning stopped earning credit."""
-    quality = judge.get("quality_distribution") or {}
-    gates = judge.get("gate_distribution") or {}
-    if not quality and not gates:
-        return ""
-    total = sum(quality.values()) or 1
-    lines = ["\n| quality | episodes | share |\n|---|---:|---:|\n"]
-    lines += [f"| {level} | {n} | {n / total:.0%} |\n" for level, n in quality.items()]
-    if gates:
-        lines.append("\n| deciding gate | episodes |\n|---|---:|\n")
-        lines += [f"| {gate} | {n} |\n" for gate, n in gates.items()]
-    return "".join(lines)
 
 
 def comparison_markdown(runs: Sequence[RunView], title: str = "Comparison of eval runs") -> str:
@@ -127,6 +119,14 @@ def report_html(runs: Sequence[RunView], title: str) -> str:
         passes = pass_at_k_rows(run)
         if passes is not None:
             parts += ["<h3>pass@k</h3>", _html_table(passes)]
+        judged = judge_rows(run)
+        if judged:
+            judge = run.judge
+            parts.append(
+                f"<h3>Judge</h3><p>{judge['judged']} episode(s) judged: q = {judge['q']:.3f}, coefficient "
+                f"{judge['coeff']:.3f}</p>"
+            )
+            parts += [_html_table(rows) for rows in judged]
         parts += ["<h3>Setting</h3>", _html_table(config_rows(run))]
         notes = run.metrics.get("scoring_notes") or []
         if notes:

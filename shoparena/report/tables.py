@@ -150,3 +150,22 @@ def config_rows(run: RunView) -> Rows:
             )
         )
     return Rows(["setting", "value"], [[k, v] for k, v in items], ["left", "left"])
+
+
+def judge_rows(run) -> list[Rows]:
+    """The judge's quality levels and the gate that set them (empty when the run was not judged)."""
+    judge = run.judge or {}
+    quality = judge.get("quality_distribution") or {}
+    gates = judge.get("gate_distribution") or {}
+    tables = []
+    if quality:
+        total = sum(quality.values()) or 1
+        tables.append(
+            Rows(
+                ["quality", "episodes", "share"],
+                [[level, str(n), f"{n / total:.0%}"] for level, n in quality.items()],
+            )
+        )
+    if gates:
+        tables.append(Rows(["deciding gate", "episodes"], [[gate, str(n)] for gate, n in gates.items()]))
+    return tables

@@ -46,6 +46,7 @@ def test_eval_judges_offline_and_reports_the_gate_distribution(small_catalog, sm
     assert sum(judge["quality_distribution"].values()) == 6
     assert sum(judge["gate_distribution"].values()) == 6
     assert "deciding gate" in (out / "report.md").read_text()
+    assert "deciding gate" in (out / "report.html").read_text()
 
 
 def test_pipeline_agent_is_judged_as_not_reasoning(small_catalog, small_catalog_dir, tmp_path):
