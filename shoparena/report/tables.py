@@ -125,7 +125,8 @@ def config_rows(run: RunView) -> Rows:
         ("catalogue", str(config.get("catalog", ""))),
         (
             "harness",
-            f"profile {config.get('profile')}, protocol {config.get('protocol')}, step cap {config.get('step_cap') or 'default'}",
+            f"profile {config.get('profile')}, protocol {config.get('protocol') or 'agent default'}, "
+            f"step cap {config.get('step_cap') or 'default'}",
         ),
         ("scoring", f"{run.setting()}, pipeline {run.metrics.get('pipeline_version')}"),
         (
