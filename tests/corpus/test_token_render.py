@@ -1,0 +1,103 @@
+"""The token counter's cached, piece-by-piece ChatML rendering must equal rendering the whole row."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shoparena.corpus import tokens
+from shoparena.corpus.tokens import TokenCounter, chatml_segments
+from shoparena.corpus.trace import trace_calls
+from shoparena.harness.tool_specs import tool_schemas
+
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+_ARGUMENTS = st.one_of(
+    st.dictionaries(st.sampled_from(["q", "product_ids", "page"]), _TEXT, max_size=3).map(
+        lambda d: tokens.orjson.dumps(d).decode()
+    ),
+    _TEXT,  # often not JSON at all: rendered from the raw text
+)
+_CALL = st.builds(
+    lambda i, name, arguments: {
+        "id": f"c{i}",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    },
+    st.integers(0, 3),
+    st.sampled_from(["find_product", "recommend_product", "terminate"]),
+    _ARGUMENTS,
+)
+_MESSAGE = st.one_of(
+    st.builds(lambda c: {"role": "user", "content": c}, _TEXT),
+    st.builds(lambda c: {"role": "system", "content": c}, _TEXT),
+    st.builds(lambda c, i: {"role": "tool", "content": c, "tool_call_id": f"c{i}"}, _TEXT, st.integers(0, 3)),
+    st.builds(
+        lambda c, r, calls: {
+            "role": "assistant",
+            "content": c,
+            **({"reasoning_content": r} if r is not None else {}),
+            **({"tool_calls": calls} if calls else {}),
+        },
+        st.one_of(st.none(), _TEXT),
+        st.one_of(st.none(), _TEXT),
+        st.lists(_CALL, max_size=3),
+    ),
+)
+_TOOLS = st.sampled_from([[], tool_schemas("full")])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(_MESSAGE, max_size=8), _TOOLS), min_size=1, max_size=6))
+def test_cached_segments_equal_whole_row_rendering(rows):
+    counter = TokenCounter("regex")
+    for messages, tools in rows + rows:  # the second pass is served from the cache
+        assert counter._renderer.segments(messages, tools) == chatml_segments(messages, tools)
+    expected = [
+        len(tokens._PIECES.findall("".join(chatml_segments(messages, tools)))) for messages, tools in rows
+    ]
+    assert counter.count_many(rows) == expected
+
+
+def test_cached_segments_survive_the_cache_filling_up(monkeypatch):
+    monkeypatch.setattr(tokens, "CACHE_CHARS", 300)
+    counter = TokenCounter("regex")
+    rows = [
+        (
+            [
+                {"role": "user", "content": f"find {i}"},
+                {"role": "assistant", "content": None, "reasoning_content": "r" * (i * 13)},
+            ],
+            tool_schemas("full") if i % 2 else [],
+        )
+        for i in range(30)
+    ]
+    for messages, tools in rows + rows[::-1]:
+        assert counter._renderer.segments(messages, tools) == chatml_segments(messages, tools)
+
+
+def test_call_arguments_are_parsed_once_and_shared_by_text():
+    messages = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": "find_product", "arguments": '{"q": "x"}'},
+                },
+                {
+                    "id": "b",
+                    "type": "function",
+                    "function": {"name": "find_product", "arguments": '{"q": "x"}'},
+                },
+                {"id": "c", "type": "function", "function": {"name": "terminate", "arguments": "[1]"}},
+                {"id": "d", "type": "function", "function": {"name": "terminate", "arguments": "{bad"}},
+                {"id": "e", "type": "function", "function": {"name": "terminate", "arguments": "  "}},
+            ],
+        }
+    ]
+    a, b, c, d, e = trace_calls(messages)
+    assert a.arguments() == {"q": "x"} and a.arguments() is b.arguments()
+    assert c.arguments() is None and d.arguments() is None
+    assert e.arguments() == {}
