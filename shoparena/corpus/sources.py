@@ -67,3 +67,41 @@ def iter_records(path: Path) -> Iterator[tuple[str, bytes]]:
         return
     for index, item in enumerate(value if isinstance(value, list) else [value]):
         yield f"{path.name}[{index}]", orjson.dumps(item)
+
+
+def line_ranges(path: Path, lines: int, block: int = 1 << 22) -> Iterator[tuple[int, int, int]]:
+    """(start offset, end offset, number of the first line) of consecutive runs of `lines` lines of a
+    JSONL file. The parallel build hands workers these instead of the lines themselves, so the main
+    process neither splits nor pickles the input; `read_line_range` turns one back into records."""
+    start = 0
+    number = 1
+    count = 0
+    offset = 0
+    with path.open("rb") as handle:
+        while data := handle.read(block):
+            at = data.find(b"\n")
+            while at >= 0:
+                count += 1
+                if count == lines:
+                    end = offset + at + 1
+                    yield start, end, number
+                    start, number, count = end, number + count, 0
+                at = data.find(b"\n", at + 1)
+            offset += len(data)
+    if offset > start:
+        yield start, offset, number
+
+
+def read_line_range(path: Path, start: int, end: int, number: int) -> list[tuple[str, bytes]]:
+    """The records of one `line_ranges` range, labelled and filtered exactly as `iter_records` does."""
+    with path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start)
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    return [
+        (f"{path.name}:{n}", line.rstrip(b"\r\n"))
+        for n, line in enumerate(lines, start=number)
+        if line.strip()
+    ]

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shoparena.corpus import tokens
+from shoparena.corpus.sources import iter_records, line_ranges, read_line_range
 from shoparena.corpus.tokens import TokenCounter, chatml_segments
 from shoparena.corpus.trace import trace_calls
 from shoparena.harness.tool_specs import tool_schemas
@@ -101,3 +102,20 @@ def test_call_arguments_are_parsed_once_and_shared_by_text():
     assert a.arguments() == {"q": "x"} and a.arguments() is b.arguments()
     assert c.arguments() is None and d.arguments() is None
     assert e.arguments() == {}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"", b"  ", b"{}", b'{"a": 1}', b"x\r", b"\xff", b"[1, 2]"]), max_size=30),
+    st.booleans(),
+    st.integers(1, 5),
+    st.integers(1, 16),
+)
+def test_line_ranges_read_back_as_iter_records(tmp_path_factory, lines, trailing, per_range, block):
+    """The parallel build's line ranges give the very records (labels included) `iter_records` gives."""
+    path = tmp_path_factory.mktemp("ranges") / "in.jsonl"
+    path.write_bytes(b"\n".join(lines) + (b"\n" if trailing and lines else b""))
+    ranges = list(line_ranges(path, per_range, block=block))
+    assert [r for start, end, number in ranges for r in read_line_range(path, start, end, number)] == list(
+        iter_records(path)
+    )
