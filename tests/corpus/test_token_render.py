@@ -119,3 +119,28 @@ def test_line_ranges_read_back_as_iter_records(tmp_path_factory, lines, trailing
     assert [r for start, end, number in ranges for r in read_line_range(path, start, end, number)] == list(
         iter_records(path)
     )
+
+
+_HARD_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list(' \t\n\r\x0b\x0c\x1c\x1f\x85\u00a0\u2028\u3000\x00\ufffd\u0301é中文.,{}"[]:')),
+        st.characters(blacklist_categories=("Cs",)),
+    ),
+    max_size=60,
+)
+_DEFAULT = TokenCounter()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_HARD_TEXT, min_size=1, max_size=4))
+def test_counting_by_words_equals_counting_the_whole_text(contents):
+    """Space-separated words are counted (and cached) one by one; that must equal the whole text's count
+    under the real WordPiece and the regex counter, whatever the characters around the spaces."""
+    rows = [([{"role": "user", "content": text}], []) for text in contents]
+    for counter, whole in (
+        (TokenCounter(), lambda t: len(_DEFAULT._fast.encode(t, add_special_tokens=False).ids)),
+        (TokenCounter("regex"), lambda t: len(tokens._PIECES.findall(t))),
+    ):
+        expected = [whole("".join(chatml_segments(m, t))) for m, t in rows]
+        assert counter.count_many(rows) == expected
+        assert counter.count_many(rows[::-1]) == expected[::-1]  # now served from the word cache
