@@ -186,10 +186,15 @@ def leak_clusters(
             uf.union(node, "never")
         lsh.insert(f"n:{i}", minhash)
         uf.union(f"n:{i}", "never")
+    parent = uf.parent
     for node, entry, minhash in zip(nodes, problems, hashes, strict=True):
         if entry.cluster_hint or entry.problem_id in known_fingerprints:
             continue
-        for other in lsh.query(minhash):
+        # Near-duplicate queries come back in their hundreds; most already hang straight off this
+        # node's root, and sets only ever merge, so those unions are skipped without a find. (A root is
+        # always its set's least node, so the clusters and their names do not depend on union order.)
+        root = uf.find(node)
+        for other in [o for o in lsh.query(minhash) if parent.get(o) != root]:
             uf.union(node, other)
 
     never_root = uf.find("never")
