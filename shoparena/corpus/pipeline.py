@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import sqlite3
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator
@@ -198,6 +199,18 @@ def _work(chunk: list[tuple[str, bytes]] | tuple[Path, int, int, int]) -> list[t
     return _WORKER.run(chunk)
 
 
+def _warm_imports(report: bool) -> None:
+    """Imports the later, serial stages need (LSH clustering, the funnel plot: ~1 s together), done
+    while the main process waits on the workers instead of after them."""
+    try:
+        import datasketch  # noqa: F401
+
+        if report:
+            import matplotlib.figure  # noqa: F401
+    except ImportError:  # the stage that needs it reports the missing package
+        pass
+
+
 def _chunks(config: CorpusConfig, ranges: bool = False) -> Iterator[list[tuple[str, bytes]] | tuple]:
     """Chunks of `CHUNK` records, in input order. With `ranges`, a `.jsonl` file is cut into line
     ranges (path, start, end, first line number) that the worker reads itself: the main process then
@@ -305,6 +318,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         if config.workers > 1:
             context = multiprocessing.get_context("fork")
             with context.Pool(config.workers, initializer=_init_worker, initargs=(config,)) as pool:
+                threading.Thread(target=_warm_imports, args=(config.report,), daemon=True).start()
                 # Pool.imap would read the whole input ahead into its task queue; a bounded window of
                 # chunks in flight keeps memory flat however large the input is.
                 window: deque = deque()
