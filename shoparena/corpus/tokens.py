@@ -27,6 +27,9 @@ DEFAULT_TOKENIZER = "default"
 CACHE_CHARS = 32 << 20
 """Characters of cached segments kept (cleared when full): the tools preamble, system prompts, repeated
 observations. Bounds the cache's memory at roughly 100 MB per process."""
+RENDER_CACHE_CHARS = 8 << 20
+"""Characters of cached renderings (keys counted too): the tools preamble and repeated assistant turns;
+kept small so the two caches together stay near the count cache's memory."""
 _PIECES = re.compile(r"\w+|[^\w\s]")
 
 
@@ -51,7 +54,7 @@ class _SegmentRenderer:
     message on its own, and each run of tool messages as one user turn, so a row's segments are the
     segments of those pieces in order. Rows of one corpus share the tools preamble and most assistant
     turns, and rendering an assistant turn re-parses its call arguments, so the preamble and the
-    assistant turns are cached (bounded by `CACHE_CHARS`, cleared when full)."""
+    assistant turns are cached (bounded by `RENDER_CACHE_CHARS`, cleared when full)."""
 
     def __init__(self) -> None:
         self._cache: dict[Any, list[str]] = {}
@@ -61,8 +64,8 @@ class _SegmentRenderer:
         segments = self._cache.get(key)
         if segments is None:
             segments = [_segment(m) for m in QWEN3.render(history, tools)]
-            size = sum(map(len, segments))
-            if self._chars + size > CACHE_CHARS:
+            size = 2 * sum(map(len, segments))  # the key holds about as much text again
+            if self._chars + size > RENDER_CACHE_CHARS:
                 self._cache.clear()
                 self._chars = 0
             self._cache[key] = segments

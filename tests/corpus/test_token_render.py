@@ -60,7 +60,7 @@ def test_cached_segments_equal_whole_row_rendering(rows):
 
 
 def test_cached_segments_survive_the_cache_filling_up(monkeypatch):
-    monkeypatch.setattr(tokens, "CACHE_CHARS", 300)
+    monkeypatch.setattr(tokens, "RENDER_CACHE_CHARS", 300)
     counter = TokenCounter("regex")
     rows = [
         (
