@@ -13,19 +13,19 @@ from shoparena.problems.io import write_problems
 runner = CliRunner()
 
 
-def test_eval_judges_offline_and_reports_the_gate_distribution(small_catalog, small_catalog_dir, tmp_path):
-    problems = ProblemGenerator(small_catalog, seed=5).generate(6, buckets=("product", "shop", "voucher"))
+def eval_judged(catalog, catalog_dir, tmp_path, agent: str, seed: int, n: int, buckets) -> dict:
+    """Generate n problems, run `shoparena eval --judge offline` on them, return metrics.json's judge part."""
     problems_path = tmp_path / "problems.jsonl"
-    write_problems(problems_path, problems)
+    write_problems(problems_path, ProblemGenerator(catalog, seed=seed).generate(n, buckets=buckets))
     out = tmp_path / "run"
     args = [
         "eval",
         "--catalog",
-        str(small_catalog_dir),
+        str(catalog_dir),
         "--problems",
         str(problems_path),
         "--agent",
-        "reference:agentic",
+        agent,
         "--out",
         str(out),
         "--similarity",
@@ -38,9 +38,16 @@ def test_eval_judges_offline_and_reports_the_gate_distribution(small_catalog, sm
     ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
+    return json.loads((out / "metrics.json").read_text())["judge"]
+
+
+def test_eval_judges_offline_and_reports_the_gate_distribution(small_catalog, small_catalog_dir, tmp_path):
+    judge = eval_judged(
+        small_catalog, small_catalog_dir, tmp_path, "reference:agentic", 5, 6, ("product", "shop", "voucher")
+    )
+    out = tmp_path / "run"
     records = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     assert len(records) == 6 and all(r["judge"] is not None for r in records)
-    judge = json.loads((out / "metrics.json").read_text())["judge"]
     qualities = [r["judge"]["quality"] for r in records]
     assert judge["judged"] == 6 and abs(judge["q"] - sum(qualities) / 6) < 1e-9
     assert sum(judge["quality_distribution"].values()) == 6
@@ -50,30 +57,7 @@ def test_eval_judges_offline_and_reports_the_gate_distribution(small_catalog, sm
 
 
 def test_pipeline_agent_is_judged_as_not_reasoning(small_catalog, small_catalog_dir, tmp_path):
-    problems = ProblemGenerator(small_catalog, seed=6).generate(3, buckets=("product",))
-    problems_path = tmp_path / "problems.jsonl"
-    write_problems(problems_path, problems)
-    out = tmp_path / "run"
-    args = [
-        "eval",
-        "--catalog",
-        str(small_catalog_dir),
-        "--problems",
-        str(problems_path),
-        "--agent",
-        "reference:pipeline",
-        "--out",
-        str(out),
-        "--similarity",
-        "lexical",
-        "--executor",
-        "inline",
-        "--judge",
-        "offline",
-        "--quiet",
-    ]
-    assert runner.invoke(app, args).exit_code == 0
-    judge = json.loads((out / "metrics.json").read_text())["judge"]
+    judge = eval_judged(small_catalog, small_catalog_dir, tmp_path, "reference:pipeline", 6, 3, ("product",))
     assert judge["quality_distribution"]["0.1"] == 3  # code emitted every call: no model reasoning
     assert judge["coeff"] < 0.5
 
