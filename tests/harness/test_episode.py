@@ -290,12 +290,8 @@ def test_duplicate_model_call_ids_are_made_unique(backend):
 
 
 # -- real task files and layering --------------------------------------------------------------------
-UPSTREAM_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "upstream"
-
-
-@pytest.mark.skipif(not UPSTREAM_DATA.exists(), reason="upstream task files not present")
-def test_real_upstream_voucher_problems_drive_an_episode(backend):
-    lines = (UPSTREAM_DATA / "shoppingbench_synthesize_voucher_test.jsonl").read_text().splitlines()[:20]
+def test_real_upstream_voucher_problems_drive_an_episode(backend, upstream_dir):
+    lines = (upstream_dir / "shoppingbench_synthesize_voucher_test.jsonl").read_text().splitlines()[:20]
     for line in lines:
         problem = Problem.model_validate_json(line)
         episode = Episode.for_problem(problem, backend, profile="full")
