@@ -31,29 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from bench.common import bench_catalogue
 from shoparena.agents.runner import run_eval
-from shoparena.index.catalog_dir import build_synthetic, open_catalog, read_meta
+from shoparena.index.catalog_dir import open_catalog, read_meta
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 
 TARGET_EPISODES_PER_S = 50.0
 console = Console(width=max(120, Console().width))
-
-
-def catalogue_dir(products: int, explicit: str | None) -> Path:
-    """An explicit dir, else a shared bench build of that size if one exists, else our own cached build."""
-    if explicit:
-        return Path(explicit)
-    for candidate in (
-        Path(f"/tmp/shoparena-bench/cat-{products}"),
-        Path(f"/tmp/shoparena-bench/eval-cat-{products}"),
-    ):
-        if (candidate / "meta.json").exists() and read_meta(candidate).n_products == products:
-            return candidate
-    out = Path(f"/tmp/shoparena-bench/eval-cat-{products}")
-    console.print(f"building a {products:,}-product catalogue in {out} (once) ...")
-    build_synthetic(out, products, seed=0, overwrite=True)
-    return out
 
 
 def one_setting(catalog: Path, problems_path: Path, executor: str, workers: int, samples: int) -> dict:
@@ -112,7 +97,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
 
-    catalog = catalogue_dir(args.products, args.catalog)
+    catalog = bench_catalogue(args.products, args.catalog, "eval", console)
     backend = open_catalog(catalog)
     try:
         problems = ProblemGenerator(backend, seed=args.seed).generate(args.problems)

@@ -20,7 +20,6 @@ import gc
 import json
 import platform
 import random
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -32,8 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from bench.common import bench_catalogue, percentiles
 from shoparena.harness import Episode, load_shops
-from shoparena.index.catalog_dir import build_synthetic, open_catalog, read_meta
+from shoparena.index.catalog_dir import open_catalog, read_meta
 
 TARGET_P50_MS = 1.0
 NON_SEARCH = (
@@ -45,39 +45,6 @@ NON_SEARCH = (
 )
 EPISODE_LENGTH = 25
 console = Console(width=max(120, Console().width))
-
-
-def catalogue_dir(products: int, explicit: str | None) -> Path:
-    """An explicit dir, else a shared 2.7M/other-size build if one exists, else our own cached build."""
-    if explicit:
-        return Path(explicit)
-    for candidate in (
-        Path(f"/tmp/shoparena-bench/cat-{products}"),
-        Path(f"/tmp/shoparena-bench/harness-cat-{products}"),
-    ):
-        if (candidate / "meta.json").exists() and read_meta(candidate).n_products == products:
-            return candidate
-    out = Path(f"/tmp/shoparena-bench/harness-cat-{products}")
-    console.print(f"building a {products:,}-product catalogue in {out} (once) ...")
-    started = time.perf_counter()
-    build_synthetic(out, products, seed=0, overwrite=True)
-    console.print(f"built in {time.perf_counter() - started:.1f} s")
-    return out
-
-
-def percentiles(samples: list[float]) -> dict:
-    ordered = sorted(samples)
-
-    def at(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-    return {
-        "n": len(samples),
-        "p50_ms": round(at(0.50), 4),
-        "p95_ms": round(at(0.95), 4),
-        "p99_ms": round(at(0.99), 4),
-        "mean_ms": round(statistics.fmean(samples) * 1000, 4),
-    }
 
 
 def time_calls(
@@ -124,7 +91,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "out"))
     args = parser.parse_args()
 
-    directory = catalogue_dir(args.products, args.catalog)
+    directory = bench_catalogue(args.products, args.catalog, "harness", console)
     meta = read_meta(directory)
     backend = open_catalog(directory)
     shops = load_shops(directory)

@@ -19,7 +19,6 @@ import os
 import platform
 import random
 import sqlite3
-import statistics
 import sys
 import threading
 import time
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import contextlib
 
+from bench.common import percentiles
 from shoparena.catalog.models import SERVICES, build_contents
 from shoparena.index.catalog_dir import build_synthetic, open_catalog, read_meta
 
@@ -173,20 +173,6 @@ def fts_search(db, text, price=None, service=(), shop_id=None) -> list:
         args.append(shop_id)
     sql += " ORDER BY fts.rank LIMIT 50"
     return db.execute(sql, args).fetchall()[:10]
-
-
-def percentiles(samples: list[float]) -> dict:
-    ordered = sorted(samples)
-
-    def pick(q):
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-    return {
-        "p50_ms": pick(0.50),
-        "p95_ms": pick(0.95),
-        "p99_ms": pick(0.99),
-        "mean_ms": statistics.fmean(ordered) * 1000,
-    }
 
 
 def run_size(
