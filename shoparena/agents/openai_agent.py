@@ -14,6 +14,7 @@ import os
 import random
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -34,12 +35,24 @@ RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 120.0
 
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
 class RetryableError(Exception):
     """A failed attempt worth repeating; `retry_after` is the server's wish in seconds, when it said one."""
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status
+
+
+class RequestRejected(ModelError):
+    """The endpoint refused the request for good (a 4xx other than the retryable ones)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
 
 
 class ChatCompletionsClient:
@@ -72,6 +85,10 @@ class ChatCompletionsClient:
             self.headers["Authorization"] = f"Bearer {api_key}"
         self.sleep = sleep
         self.rng = rng or random.Random()
+        handlers: list[Any] = []
+        if urllib.parse.urlparse(self.url).hostname in LOOPBACK_HOSTS:
+            handlers.append(urllib.request.ProxyHandler({}))  # a local server is never behind a proxy
+        self._opener = urllib.request.build_opener(*handlers)
         self.attempts = 0
         """Every HTTP attempt made so far (retries included)."""
         self.failures: list[str] = []
@@ -94,6 +111,12 @@ class ChatCompletionsClient:
             + (f" (earlier: {'; '.join(failures[:-1])})" if len(failures) > 1 else "")
         )
 
+    def post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """One attempt, no retry: for callers with their own retry policy (the LLM judge's fallbacks).
+
+        Raises `RetryableError` (with the HTTP status when there was one) or `RequestRejected`."""
+        return self._post(jsontext.dumps(payload).encode())
+
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), MAX_RETRY_AFTER_S)
@@ -104,14 +127,16 @@ class ChatCompletionsClient:
         request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
         deadline = time.monotonic() + self.timeout_s
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            with self._opener.open(request, timeout=self.timeout_s) as response:
                 raw = _read_until(response, deadline, self.timeout_s)
         except urllib.error.HTTPError as exc:
             detail = _error_detail(exc)
             message = f"HTTP {exc.code}: {detail}"
             if exc.code in RETRY_STATUSES or exc.code >= 500:
-                raise RetryableError(message, _retry_after(exc.headers.get("Retry-After"))) from None
-            raise ModelError(f"{self.url}: {message}") from None
+                raise RetryableError(
+                    message, _retry_after(exc.headers.get("Retry-After")), exc.code
+                ) from None
+            raise RequestRejected(f"{self.url}: {message}", exc.code) from None
         except TimeoutError:
             raise RetryableError(f"no response within {self.timeout_s:g} s") from None
         except urllib.error.URLError as exc:
