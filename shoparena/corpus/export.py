@@ -15,6 +15,8 @@ text (the OpenAI wire form, which Qwen3's template also accepts), `tools` as one
 from __future__ import annotations
 
 import hashlib
+import mmap
+import os
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +68,38 @@ class HashingWriter:
     def write(self, value: Any) -> None:
         self.write_line(orjson.dumps(value))
 
+    def append_file(self, path: Path, rows: int) -> None:
+        """Appends a file of whole lines (`rows` of them) that another process wrote: hashed from a
+        memory map and copied by the kernel, so its bytes never pass through Python objects."""
+        size = path.stat().st_size
+        if size == 0:
+            return
+        self._file.flush()
+        with path.open("rb") as source, mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            self._hash.update(view)
+            _copy_range(source.fileno(), self._file.fileno(), size, view)
+        self.rows += rows
+
     def close(self) -> dict:
         self._file.close()
         return {"rows": self.rows, "sha256": self._hash.hexdigest(), "bytes": self.path.stat().st_size}
+
+
+def _copy_range(source: int, target: int, size: int, view: mmap.mmap) -> None:
+    """`size` bytes from the start of `source` to the current end of `target`, in the kernel where it
+    can (`copy_file_range`), else written from the map."""
+    copied = 0
+    try:
+        while copied < size:
+            done = os.copy_file_range(source, target, size - copied, copied)
+            if done == 0:
+                break
+            copied += done
+    except OSError:  # e.g. a filesystem or kernel without it: write what is left from the map
+        pass
+    with memoryview(view) as data:
+        while copied < size:
+            copied += os.write(target, data[copied:])
 
 
 def _parquet_schema():

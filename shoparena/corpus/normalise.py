@@ -109,55 +109,65 @@ def _origin_summary(origins: list[str]) -> tuple[str | None, dict[str, int] | No
     return (origins[0] if len(kinds) == 1 else "mixed"), counts
 
 
+_ROLES = ("system", "user", "assistant", "tool")
+
+
 def _clean_message(message: Any, index: int) -> dict:
-    """One OpenAI message, checked for the schema and with thinking moved to `reasoning_content`."""
+    """One OpenAI message, checked for the schema and with thinking moved to `reasoning_content`.
+    Runs for every message of every row, so each role takes its own short path."""
     if not isinstance(message, dict):
         raise _malformed(f"messages[{index}] is {type(message).__name__}, not an object")
     role = message.get("role")
-    if role not in ("system", "user", "assistant", "tool"):
+    if role not in _ROLES:
         raise _malformed(f"messages[{index}] has role {role!r}; expected system/user/assistant/tool")
     content = message.get("content")
-    if content is not None and not isinstance(content, str):
+    if content is not None and type(content) is not str:
         if isinstance(content, list):
             content = _content_text(content)
-        else:
+        elif not isinstance(content, str):
             raise _malformed(f"messages[{index}].content is {type(content).__name__}, not text")
-    out: dict[str, Any] = {"role": role, "content": content}
-    if role == "assistant":
-        reasoning = message.get("reasoning_content", message.get("reasoning"))
-        if reasoning is None and content and "</think>" in content:
-            scan = scan_tags(content, ("think",), json_tags=())
-            reasoning, out["content"] = scan.thinking(), scan.outside.strip() or None
-        if reasoning is not None:
-            out["reasoning_content"] = str(reasoning)
-        calls = message.get("tool_calls")
-        if calls:
-            if not isinstance(calls, list):
-                raise _malformed(f"messages[{index}].tool_calls is not a list")
-            entries = []
-            for j, call in enumerate(calls):
-                function = call.get("function") if isinstance(call, dict) else None
-                if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-                    raise _malformed(f"messages[{index}].tool_calls[{j}] has no function name")
-                entries.append(
-                    {
-                        "id": call.get("id") if isinstance(call.get("id"), str) else "",
-                        "type": "function",
-                        "function": {
-                            "name": function["name"],
-                            "arguments": _arguments_text(function.get("arguments")),
-                        },
-                    }
-                )
-            out["tool_calls"] = entries
-    elif role == "tool":
-        if content is None:
-            out["content"] = ""
+    if role == "tool":
         call_id = message.get("tool_call_id")
-        out["tool_call_id"] = call_id if isinstance(call_id, str) else ""
-        if isinstance(message.get("name"), str):
-            out["name"] = message["name"]
+        out: dict[str, Any] = {
+            "role": role,
+            "content": "" if content is None else content,
+            "tool_call_id": call_id if isinstance(call_id, str) else "",
+        }
+        name = message.get("name")
+        if isinstance(name, str):
+            out["name"] = name
+        return out
+    out = {"role": role, "content": content}
+    if role != "assistant":
+        return out
+    reasoning = message.get("reasoning_content", message.get("reasoning"))
+    if reasoning is None and content and "</think>" in content:
+        scan = scan_tags(content, ("think",), json_tags=())
+        reasoning, out["content"] = scan.thinking(), scan.outside.strip() or None
+    if reasoning is not None:
+        out["reasoning_content"] = str(reasoning)
+    calls = message.get("tool_calls")
+    if calls:
+        if not isinstance(calls, list):
+            raise _malformed(f"messages[{index}].tool_calls is not a list")
+        out["tool_calls"] = [_clean_call(call, index, j) for j, call in enumerate(calls)]
     return out
+
+
+def _clean_call(call: Any, index: int, j: int) -> dict:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        raise _malformed(f"messages[{index}].tool_calls[{j}] has no function name")
+    call_id = call.get("id")
+    arguments = function.get("arguments")
+    return {
+        "id": call_id if isinstance(call_id, str) else "",
+        "type": "function",
+        "function": {
+            "name": function["name"],
+            "arguments": arguments if isinstance(arguments, str) else _arguments_text(arguments),
+        },
+    }
 
 
 def _judge_quality(value: Any) -> float | None:
@@ -186,7 +196,29 @@ def _row(
     metadata = RowMetadata(
         problem_id=str(problem_id), query=query, source=source, source_format=source_format, **meta
     )
-    return CorpusRow(messages=messages, tools=tools or tools_for(messages), metadata=metadata)
+    tools = tools or tools_for(messages)
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise _malformed(f"tools[{i}] is {type(tool).__name__}, not a function schema object")
+    tools = _interned(tools)
+    # Messages come from the normalisers above (dicts they built) and tools were just checked, so the
+    # row is assembled without validating its ~60 KB of messages again.
+    return CorpusRow.model_construct(messages=messages, tools=tools, metadata=metadata)
+
+
+_RECENT_TOOLS: list[list[dict]] = []
+
+
+def _interned(tools: list[dict]) -> list[dict]:
+    """An equal tools list seen recently, else this one (remembered). Rows of a corpus share a few
+    tools lists; sharing the object lets the serialiser and the token counter reuse their work for it.
+    Rows never mutate their tools."""
+    for known in _RECENT_TOOLS:
+        if known == tools:
+            return known
+    _RECENT_TOOLS.insert(0, tools)
+    del _RECENT_TOOLS[8:]
+    return tools
 
 
 _META_KEYS = ("problem_id", "bucket", "leak_cluster_id", "judge_quality", "tool_call_origin", "query")
@@ -214,17 +246,11 @@ def _meta_from(mapping: dict | None) -> dict[str, Any]:
 
 
 # -- canonical trajectory records --------------------------------------------------------------------
-class _CallOrigin(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    call_id: str
-    name: str
-    origin: str
-
-
 class _TrajectoryView(BaseModel):
-    """The parts of a `TrajectoryRecord` the corpus reads, typed as the contract types them; the rest
-    (call results, timings, usage) is not re-validated here, since it is not used."""
+    """The small parts of a `TrajectoryRecord` the corpus reads, typed as the contract types them.
+    `messages`, `tools` and the call log are checked by hand as they are read (`_trajectory_lists`):
+    validating them as models would copy every message once more, and the call results, timings and
+    usage are not read at all."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -232,24 +258,71 @@ class _TrajectoryView(BaseModel):
     record_id: str
     agent: AgentInfo
     problem: ProblemInfo
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    calls: list[_CallOrigin]
     score: dict[str, Any]
     judge: JudgeVerdict | None = None
 
 
-def from_trajectory(record: dict, source: str) -> CorpusRow:
+_VIEW_KEYS = ("schema_version", "record_id", "agent", "problem", "score", "judge")
+
+
+def _plain(value: Any) -> Any:
+    """A lazily parsed JSON value (a simdjson proxy) as Python objects; plain values pass through."""
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    if hasattr(value, "as_list"):
+        return value.as_list()
+    return value
+
+
+def _invalid(where: str, message: str) -> NormaliseError:
+    return _malformed(f"trajectory record: {where}: {message}")
+
+
+def _trajectory_lists(record: Any) -> tuple[list, list[dict], list[str], list[str]]:
+    """(messages, tools, origins of non-ending calls, origins of all calls), checked. Only each call's
+    name and origin are read from the call log, so a lazily parsed record never materialises the
+    results it repeats from the tool messages."""
+    messages = _plain(record.get("messages"))
+    if not isinstance(messages, list):
+        raise _invalid("messages", "Input should be a valid list")
+    tools = _plain(record.get("tools"))
+    if not isinstance(tools, list):
+        raise _invalid("tools", "Input should be a valid list")
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise _invalid(f"tools.{i}", "Input should be a valid dictionary")
+    calls = record.get("calls")
+    if not (isinstance(calls, list) or hasattr(calls, "as_list")):
+        raise _invalid("calls", "Input should be a valid list")
+    working: list[str] = []
+    every: list[str] = []
+    for i, call in enumerate(calls):
+        if not (isinstance(call, dict) or hasattr(call, "as_dict")):
+            raise _invalid(f"calls.{i}", "Input should be a valid dictionary")
+        for key in ("call_id", "name", "origin"):
+            if not isinstance(call.get(key), str):
+                raise _invalid(f"calls.{i}.{key}", "Input should be a valid string")
+        origin = call.get("origin")
+        every.append(origin)
+        if call.get("name") not in ENDING_TOOLS:
+            working.append(origin)
+    return messages, tools, working, every
+
+
+def from_trajectory(record: Any, source: str) -> CorpusRow:
+    """`record` is a dict, or a lazily parsed JSON object (a simdjson `Object`): then only the parts
+    the corpus reads are turned into Python objects."""
     try:
-        view = _TrajectoryView.model_validate(record)
+        view = _TrajectoryView.model_validate({k: _plain(record.get(k)) for k in _VIEW_KEYS if k in record})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"]))
-        raise _malformed(f"trajectory record: {where}: {first['msg']}") from None
-    messages = [_clean_message(m, i) for i, m in enumerate(view.messages)]
-    origin, counts = _origin_summary([c.origin for c in view.calls if c.name not in ENDING_TOOLS])
+        raise _invalid(where, first["msg"]) from None
+    raw_messages, tools, working, every = _trajectory_lists(record)
+    messages = [_clean_message(m, i) for i, m in enumerate(raw_messages)]
+    origin, counts = _origin_summary(working)
     if origin is None:
-        origin, _ = _origin_summary([c.origin for c in view.calls])
+        origin, _ = _origin_summary(every)
     success = view.score.get("success")
     meta = {
         "problem_id": view.problem.problem_id,
@@ -263,7 +336,7 @@ def from_trajectory(record: dict, source: str) -> CorpusRow:
         "agent_id": view.agent.agent_id,
         "score_success": bool(success) if success is not None else None,
     }
-    return _row(messages, view.tools, source, "trajectory", meta)
+    return _row(messages, tools, source, "trajectory", meta)
 
 
 # -- arena step logs ---------------------------------------------------------------------------------
@@ -589,6 +662,11 @@ def _dialogue_prompt(messages: list) -> str | None:
     return None
 
 
+def is_trajectory(record: Any) -> bool:
+    """A canonical trajectory record: an object (a dict or a lazily parsed one) with our schema tag."""
+    return str(record.get("schema_version", "")).startswith("shoparena.trajectory/")
+
+
 def detect_format(record: Any) -> str | None:
     """The shape of a source record, or None when it is none of the supported ones."""
     if isinstance(record, str):
@@ -597,7 +675,7 @@ def detect_format(record: Any) -> str | None:
         return "arena_steps" if record and all(_is_step(s) for s in record) else None
     if not isinstance(record, dict):
         return None
-    if str(record.get("schema_version", "")).startswith("shoparena.trajectory/"):
+    if is_trajectory(record):
         return "trajectory"
     steps = record.get("steps", record.get("trajectory"))
     if isinstance(steps, list) and steps and _is_step(steps[0]):

@@ -1,8 +1,10 @@
 """`build_corpus`: sources → normalise → gates → axis → rank → split → export, streaming.
 
 Stage 1 (normalise, gates, signals, axis) is row-local and runs in worker processes over chunks of
-input lines; its rejects and axis-B rows are written as they come. Axis-A survivors are appended to a
-spill file, and their small ranking tuples to a SQLite table keyed by problem id. Stage 2 reads that
+input lines. A worker writes a chunk's rejects, axis-B rows and axis-A survivors to the chunk's own
+files and sends back only small tuples; the main process appends the reject and axis-B files to the
+outputs in input order (hashed from a memory map, copied by the kernel), leaves the survivors where
+they are, and puts their small ranking tuples in a SQLite table keyed by problem id. Stage 2 reads that
 table sorted by problem (SQLite sorts on disk), keeps `per_problem` rows per problem and rejects the
 rest as `dedup_ranked_out`. Stage 3 clusters the problems (memory O(problems)) and plans the split;
 stage 4 streams the kept rows, in input order, into train / eval (JSONL and Parquet) and never-touch
@@ -15,6 +17,7 @@ axis-A row.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -28,6 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+try:
+    import simdjson
+except ImportError:  # pragma: no cover - a dependency; without it every record is parsed by orjson
+    simdjson = None
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.corpus import gates as gate_mod
@@ -39,8 +47,9 @@ from shoparena.corpus.models import (
     NEVER_TOUCH,
     UNREADABLE,
     CorpusRow,
+    row_json,
 )
-from shoparena.corpus.normalise import NormaliseError, normalise_record
+from shoparena.corpus.normalise import NormaliseError, from_trajectory, is_trajectory, normalise_record
 from shoparena.corpus.rank import Candidate, choose, compute_signals, rank_key
 from shoparena.corpus.sources import iter_records, line_ranges, read_line_range, resolve_inputs
 from shoparena.corpus.split import NeverTouch, ProblemEntry, check_disjoint, plan_split
@@ -89,6 +98,7 @@ class _Stage1:
     def __init__(self, config: CorpusConfig):
         self.config = config
         self.counter = TokenCounter(config.tokenizer)
+        self._lazy = simdjson.Parser() if simdjson is not None else None
         self.catalog = None
         if config.catalog is not None:
             from shoparena.index.catalog_dir import open_catalog
@@ -96,76 +106,72 @@ class _Stage1:
             self.catalog = open_catalog(config.catalog)
 
     def run(self, chunk: list[tuple[str, bytes]]) -> list[tuple]:
-        outcomes: list[tuple | None] = []
-        pending: list[tuple[int, CorpusRow, list]] = []
-        for source, raw in chunk:
+        """One outcome tuple per record, in order. Rows are finished one at a time (parse to
+        serialised output) so each row's ~200 KB of Python objects is freed before the next is built,
+        and the cyclic GC is paused meanwhile: rows are trees without cycles, and at 20+ messages a row
+        its generation-0 passes cost more than the rest of the stage."""
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            return [self._one(source, raw) for source, raw in chunk]
+        finally:
+            if paused:
+                gc.enable()
+
+    def _parse(self, raw: bytes, source: str) -> CorpusRow:
+        """Our canonical records take the lazy path (simdjson: only messages, tools and the small
+        fields become Python objects; the call log's repeated results are never built); every other
+        shape, and anything simdjson refuses, is parsed in full by orjson for `normalise_record`."""
+        if self._lazy is not None and raw[:1] == b"{":
             try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                outcomes.append(
-                    _reject(
-                        UNREADABLE,
-                        f"not JSON: {exc}",
-                        source,
-                        None,
-                        None,
-                        raw.decode("utf-8", "replace")[:2000],
-                    )
-                )
-                continue
-            try:
-                row = normalise_record(record, source)
-            except NormaliseError as exc:
-                outcomes.append(_reject(exc.reason, exc.detail, source, None, None, record))
-                continue
-            calls = trace_calls(row.messages)
-            meta = row.metadata
-            meta.signals = compute_signals(row, calls)
-            meta.axis, meta.axis_method = classify_axis(row, calls)
-            failure = (
-                gate_mod.quality_gate(row, self.config.min_quality)
-                or gate_mod.pairing_gate(row.messages)
-                or gate_mod.recommend_gates(calls, self.catalog)
-                or gate_mod.ending_gate(row.messages, calls)
-            )
-            if failure is not None:
-                outcomes.append(_reject(failure.reason, failure.detail, source, meta.problem_id, row, None))
-                continue
-            outcomes.append(None)
-            pending.append((len(outcomes) - 1, row, calls))
-        counts = self.counter.count_many([(row.messages, row.tools) for _, row, _ in pending])
-        for (index, row, _), tokens in zip(pending, counts, strict=True):
-            meta = row.metadata
-            meta.token_count = tokens
+                document = self._lazy.parse(raw)
+            except ValueError:
+                document = None
+            if document is not None:
+                try:
+                    if is_trajectory(document):
+                        return from_trajectory(document, source)
+                finally:
+                    del document  # the parser is reused: no proxy into it may outlive this call
+        return normalise_record(orjson.loads(raw), source)
+
+    def _one(self, source: str, raw: bytes) -> tuple:
+        try:
+            row = self._parse(raw, source)
+        except orjson.JSONDecodeError as exc:
+            text = raw.decode("utf-8", "replace")[:2000]
+            return _reject(UNREADABLE, f"not JSON: {exc}", source, None, None, text)
+        except NormaliseError as exc:
+            return _reject(exc.reason, exc.detail, source, None, None, orjson.loads(raw))
+        calls = trace_calls(row.messages)
+        meta = row.metadata
+        meta.signals = compute_signals(row, calls)
+        meta.axis, meta.axis_method = classify_axis(row, calls)
+        failure = (
+            gate_mod.quality_gate(row, self.config.min_quality)
+            or gate_mod.pairing_gate(row.messages)
+            or gate_mod.recommend_gates(calls, self.catalog)
+            or gate_mod.ending_gate(row.messages, calls)
+        )
+        if failure is None:
+            meta.token_count = tokens = self.counter.count(row.messages, row.tools)
             failure = gate_mod.length_gate(tokens, self.config.max_length)
-            if failure is not None:
-                outcomes[index] = _reject(
-                    failure.reason, failure.detail, meta.source, meta.problem_id, row, None
-                )
-                continue
-            data = _row_json(row)
-            if meta.axis == "B":
-                outcomes[index] = ("axis_b", meta.bucket, data)
-                continue
-            key = rank_key(meta.signals, meta.judge_quality)
-            outcomes[index] = (
-                "cand",
-                meta.problem_id,
-                meta.bucket,
-                meta.query,
-                meta.leak_cluster_id,
-                orjson.dumps(key),
-                meta.signals.shape,
-                hashlib.sha256(data).hexdigest()[:16],
-                data,
-            )
-        return outcomes  # type: ignore[return-value]
-
-
-def _row_json(row: CorpusRow) -> bytes:
-    """The row's JSON straight from pydantic's serializer (one pass, no intermediate dicts); the same
-    bytes as `orjson.dumps(row.model_dump(mode="json"))`."""
-    return row.__pydantic_serializer__.to_json(row)
+        if failure is not None:
+            return _reject(failure.reason, failure.detail, source, meta.problem_id, row, None)
+        data = row_json(row)
+        if meta.axis == "B":
+            return ("axis_b", meta.bucket, data)
+        return (
+            "cand",
+            meta.problem_id,
+            meta.bucket,
+            meta.query,
+            meta.leak_cluster_id,
+            orjson.dumps(rank_key(meta.signals, meta.judge_quality)),
+            meta.signals.shape,
+            hashlib.sha256(data).hexdigest()[:16],
+            data,
+        )
 
 
 def _reject(
@@ -177,26 +183,63 @@ def _reject(
         "detail": detail,
         "source": source,
         "problem_id": problem_id,
-        "row": orjson.Fragment(_row_json(row)) if row is not None else None,
+        "row": orjson.Fragment(row_json(row)) if row is not None else None,
         "raw": raw,
     }
     unjudged = row is not None and row.metadata.judge_quality is None
     return ("reject", reason, bucket, orjson.dumps(payload, default=str), unjudged)
 
 
-_WORKER: _Stage1 | None = None
+def _spool(
+    stage: _Stage1, index: int, chunk: list[tuple[str, bytes]], scratch: Path
+) -> tuple[list[tuple], dict]:
+    """Stage 1 over one chunk, its bulky output written to the chunk's own files in `scratch`
+    (reject lines, axis-B lines, candidate rows); what comes back to the main process is small: one
+    tuple per record for the tally and the ranking table, and the files' names and line counts."""
+    lines: dict[str, list[bytes]] = {"rejects": [], "axis_b": [], "cand": []}
+    small: list[tuple] = []
+    offset = 0
+    for outcome in stage.run(chunk):
+        kind = outcome[0]
+        if kind == "reject":
+            lines["rejects"].append(outcome[3])
+            small.append(("reject", outcome[1], outcome[2], outcome[4]))
+        elif kind == "axis_b":
+            lines["axis_b"].append(outcome[2])
+            small.append(("axis_b", outcome[1]))
+        else:
+            data = outcome[8]
+            lines["cand"].append(data)
+            small.append((*outcome[:8], offset, len(data)))
+            offset += len(data)
+    files = {}
+    for name, items in lines.items():
+        path = scratch / f"{index:07d}.{name}"
+        end = b"" if name == "cand" else b"\n"  # candidates are addressed by offset, not by line
+        with path.open("wb") as handle:
+            for item in items:
+                handle.write(item)
+                if end:
+                    handle.write(end)
+        files[name] = (path, len(items))
+    files["index"] = index
+    return small, files
 
 
-def _init_worker(config: CorpusConfig) -> None:
+_WORKER: tuple[_Stage1, Path] | None = None
+
+
+def _init_worker(config: CorpusConfig, scratch: Path) -> None:
     global _WORKER
-    _WORKER = _Stage1(config)
+    _WORKER = (_Stage1(config), scratch)
 
 
-def _work(chunk: list[tuple[str, bytes]] | tuple[Path, int, int, int]) -> list[tuple]:
+def _work(task: tuple[int, list[tuple[str, bytes]] | tuple[Path, int, int, int]]) -> tuple[list[tuple], dict]:
     assert _WORKER is not None
+    index, chunk = task
     if isinstance(chunk, tuple):
         chunk = read_line_range(*chunk)
-    return _WORKER.run(chunk)
+    return _spool(_WORKER[0], index, chunk, _WORKER[1])
 
 
 def _warm_imports(report: bool) -> None:
@@ -231,6 +274,34 @@ def _chunks(config: CorpusConfig, ranges: bool = False) -> Iterator[list[tuple[s
                 chunk = []
     if chunk:
         yield chunk
+
+
+class _CandidateFiles:
+    """Reads candidate rows back from the chunk files the workers wrote, keeping the last few open
+    (stage 4 reads them in input order, stage 2 in problem order)."""
+
+    def __init__(self, scratch: Path, keep: int = 32):
+        self.scratch = scratch
+        self.keep = keep
+        self._open: dict[int, Any] = {}
+
+    def __enter__(self) -> Callable[[int, int, int], bytes]:
+        return self.read
+
+    def __exit__(self, *exc: object) -> None:
+        for handle in self._open.values():
+            handle.close()
+        self._open.clear()
+
+    def read(self, chunk: int, offset: int, length: int) -> bytes:
+        handle = self._open.pop(chunk, None)
+        if handle is None:
+            handle = (self.scratch / f"{chunk:07d}.cand").open("rb")
+            if len(self._open) >= self.keep:
+                self._open.pop(next(iter(self._open))).close()
+        self._open[chunk] = handle  # most recently used last
+        handle.seek(offset)
+        return handle.read(length)
 
 
 # -- the build --------------------------------------------------------------------------------------------
@@ -272,84 +343,95 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
     counter_name = TokenCounter(config.tokenizer).name  # fail early on a bad tokenizer, before workers start
 
     with tempfile.TemporaryDirectory(prefix="corpus-", dir=out) as scratch:
-        spill_path = Path(scratch) / "candidates.bin"
-        db = sqlite3.connect(str(Path(scratch) / "rank.sqlite"))
+        scratch_dir = Path(scratch)
+        db = sqlite3.connect(str(scratch_dir / "rank.sqlite"))
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
         db.execute(
             "CREATE TABLE cand (seq INTEGER PRIMARY KEY, problem_id TEXT, bucket TEXT, query TEXT, hint TEXT, "
-            "key TEXT, shape TEXT, digest TEXT, offset INTEGER, length INTEGER)"
+            "key TEXT, shape TEXT, digest TEXT, chunk INTEGER, offset INTEGER, length INTEGER)"
         )
-        spill = spill_path.open("wb")
-        offset = 0
         seq = 0
         inputs = 0
         batch: list[tuple] = []
 
-        def consume(outcomes: list[tuple]) -> None:
-            nonlocal offset, seq, inputs
+        def consume(result: tuple[list[tuple], dict]) -> None:
+            nonlocal seq, inputs
+            outcomes, files = result
+            chunk = files["index"]
             for outcome in outcomes:
                 inputs += 1
                 kind = outcome[0]
                 if kind == "reject":
-                    _, reason, bucket, payload, unjudged = outcome
-                    rejects.write_line(payload)
+                    _, reason, bucket, unjudged = outcome
                     tally.reasons[reason] += 1
                     if unjudged and reason == JUDGE_BELOW_THRESHOLD:
                         tally.counts["unjudged"] += 1
                     tally.add("rejected", bucket)
                 elif kind == "axis_b":
-                    axis_b.write_line(outcome[2])
                     tally.add("axis_b", outcome[1])
                 else:
-                    _, problem_id, bucket, query, hint, key, shape, digest, data = outcome
-                    spill.write(data)
+                    _, problem_id, bucket, query, hint, key, shape, digest, offset, length = outcome
                     batch.append(
-                        (seq, problem_id, bucket, query, hint, key.decode(), shape, digest, offset, len(data))
+                        (
+                            seq,
+                            problem_id,
+                            bucket,
+                            query,
+                            hint,
+                            key.decode(),
+                            shape,
+                            digest,
+                            chunk,
+                            offset,
+                            length,
+                        )
                     )
-                    offset += len(data)
                     seq += 1
+            for name, writer in (("rejects", rejects), ("axis_b", axis_b)):
+                path, rows = files[name]
+                writer.append_file(path, rows)
+                path.unlink()
             if len(batch) >= 5000:
-                db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?)", batch)
+                db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
                 batch.clear()
             if progress is not None:
                 progress(len(outcomes))
 
+        tasks = enumerate(_chunks(config, ranges=config.workers > 1))
         if config.workers > 1:
             context = multiprocessing.get_context("fork")
-            with context.Pool(config.workers, initializer=_init_worker, initargs=(config,)) as pool:
+            with context.Pool(
+                config.workers, initializer=_init_worker, initargs=(config, scratch_dir)
+            ) as pool:
                 threading.Thread(target=_warm_imports, args=(config.report,), daemon=True).start()
                 # Pool.imap would read the whole input ahead into its task queue; a bounded window of
                 # chunks in flight keeps memory flat however large the input is.
                 window: deque = deque()
-                for chunk in _chunks(config, ranges=True):
-                    window.append(pool.apply_async(_work, (chunk,)))
+                for task in tasks:
+                    window.append(pool.apply_async(_work, (task,)))
                     if len(window) >= 3 * config.workers:
                         consume(window.popleft().get())
                 while window:
                     consume(window.popleft().get())
         else:
             stage = _Stage1(config)
-            for chunk in _chunks(config):
-                consume(stage.run(chunk))
+            for index, chunk in tasks:
+                consume(_spool(stage, index, chunk, scratch_dir))  # type: ignore[arg-type]
         if batch:
-            db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?)", batch)
-        spill.close()
+            db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
         db.commit()
         tally.counts["inputs"] = inputs
         candidates = seq
 
         # -- stage 2: rank per problem ----------------------------------------------------------------
         db.execute(
-            "CREATE TABLE kept (seq INTEGER PRIMARY KEY, problem_id TEXT, offset INTEGER, length INTEGER)"
+            "CREATE TABLE kept (seq INTEGER PRIMARY KEY, problem_id TEXT, chunk INTEGER, offset INTEGER, "
+            "length INTEGER)"
         )
         problems: list[ProblemEntry] = []
         kept_batch: list[tuple] = []
-        with spill_path.open("rb") as spill_in:
-
-            def read_row(off: int, length: int) -> bytes:
-                spill_in.seek(off)
-                return spill_in.read(length)
+        with _CandidateFiles(scratch_dir) as read_row:
 
             def finish(group: list[tuple]) -> None:
                 cands = [
@@ -359,10 +441,10 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 by_seq = {g[0]: g for g in group}
                 for cand in kept:
                     g = by_seq[cand.seq]
-                    kept_batch.append((g[0], g[1], g[8], g[9]))
+                    kept_batch.append((g[0], g[1], g[8], g[9], g[10]))
                 for cand in dropped:
                     g = by_seq[cand.seq]
-                    row = orjson.loads(read_row(g[8], g[9]))
+                    row = orjson.loads(read_row(g[8], g[9], g[10]))
                     winners = ", ".join(by_seq[k.seq][7] for k in kept)
                     rejects.write(
                         {
@@ -388,7 +470,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                     )
                 )
                 if len(kept_batch) >= 5000:
-                    db.executemany("INSERT INTO kept VALUES (?,?,?,?)", kept_batch)
+                    db.executemany("INSERT INTO kept VALUES (?,?,?,?,?)", kept_batch)
                     kept_batch.clear()
 
             group: list[tuple] = []
@@ -401,7 +483,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
             if group:
                 finish(group)
             if kept_batch:
-                db.executemany("INSERT INTO kept VALUES (?,?,?,?)", kept_batch)
+                db.executemany("INSERT INTO kept VALUES (?,?,?,?,?)", kept_batch)
             db.commit()
 
             # -- stage 3: leak clusters and the split plan ------------------------------------------------
@@ -415,9 +497,9 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                     "eval": ParquetSink(out / "eval.parquet"),
                 }
             pairs: dict[str, set[tuple[str, str]]] = {"train": set(), "eval": set()}
-            for seq_no, problem_id, off, length in db.execute("SELECT * FROM kept ORDER BY seq"):
+            for seq_no, problem_id, chunk, off, length in db.execute("SELECT * FROM kept ORDER BY seq"):
                 del seq_no
-                row = orjson.loads(read_row(off, length))
+                row = orjson.loads(read_row(chunk, off, length))
                 pool_name = plan.pool[problem_id]
                 cluster = plan.cluster[problem_id]
                 meta = row["metadata"]

@@ -20,8 +20,9 @@ from typing import Any
 
 import orjson
 
+from shoparena.corpus.models import tools_json
 from shoparena.harness import jsontext
-from shoparena.harness.protocols import QWEN3
+from shoparena.harness.protocols import QWEN3, _content_text
 
 DEFAULT_TOKENIZER = "default"
 CACHE_CHARS = 32 << 20
@@ -72,16 +73,17 @@ class _SegmentRenderer:
             self._chars += size
         return segments
 
+    def _preamble(self, messages: list[dict], tools: list[dict]) -> list[str]:
+        system = next((m for m in messages if m.get("role") == "system"), None)
+        return self._cached(
+            ("system", None if system is None else system.get("content"), tools_json(tools)),
+            [] if system is None else [system],
+            tools,
+        )
+
     def segments(self, messages: list[dict], tools: list[dict]) -> list[str]:
         try:
-            system = next((m for m in messages if m.get("role") == "system"), None)
-            out = list(
-                self._cached(
-                    ("system", None if system is None else system.get("content"), orjson.dumps(tools)),
-                    [] if system is None else [system],
-                    tools,
-                )
-            )
+            out = list(self._preamble(messages, tools))
             run: list[dict] = []
             for message in messages:
                 role = message.get("role")
@@ -100,6 +102,40 @@ class _SegmentRenderer:
             return out
         except (TypeError, orjson.JSONEncodeError):  # a value orjson cannot key on: render the row whole
             return chatml_segments(messages, tools)
+
+    def pieces(self, messages: list[dict], tools: list[dict]) -> list[str]:
+        """Texts whose token counts add up to the row's, for counters that split at whitespace and at
+        every punctuation mark (WordPiece's BERT pre-tokenizer, the regex): a user turn or a run of tool
+        results is its template rendered with empty texts (cached) plus each text on its own, since
+        the template puts a newline before every text and a newline or `<` after it. Texts are the
+        messages' own strings, so nothing is concatenated or rendered per row; the tools preamble and
+        assistant turns are rendered as in `segments` (cached)."""
+        try:
+            out = list(self._preamble(messages, tools))
+            run = 0
+            for message in messages:
+                role = message.get("role")
+                if role == "tool":
+                    out.append(_content_text(message.get("content")) or "")
+                    run += 1
+                    continue
+                if run:
+                    out.extend(self._template("tool", run))
+                    run = 0
+                if role == "assistant":
+                    out.extend(self._cached(("assistant", orjson.dumps(message)), [message], None))
+                elif role == "user":
+                    out.append(_content_text(message.get("content")) or "")
+                    out.extend(self._template("user", 1))
+            if run:
+                out.extend(self._template("tool", run))
+            return out
+        except (TypeError, orjson.JSONEncodeError):
+            return chatml_segments(messages, tools)
+
+    def _template(self, role: str, n: int) -> list[str]:
+        empty = {"role": "tool", "content": ""} if role == "tool" else {"role": "user", "content": ""}
+        return self._cached(("template", role, n), [empty] * n, None)
 
 
 def chatml_text(messages: list[dict], tools: list[dict]) -> str:
@@ -184,7 +220,8 @@ class TokenCounter:
         """
         if self._hf is not None:
             return [self._hf_count(messages, tools) for messages, tools in rows]
-        segments = [self._renderer.segments(messages, tools) for messages, tools in rows]
+        render = self._renderer.pieces if self._splits_on_spaces else self._renderer.segments
+        segments = [render(messages, tools) for messages, tools in rows]
         cache = self._cache
         needed = {text for row in segments for text in row}
         missing = [text for text in needed if text not in cache]
@@ -203,10 +240,11 @@ class TokenCounter:
             fresh = list({word for words in words_of.values() for word in words if word not in cache})
             self._cached_chars += sum(map(len, fresh))
             self._encode(fresh)
-            cache.update((text, sum(cache[word] for word in words)) for text, words in words_of.items())
+            count = cache.__getitem__
+            cache.update((text, sum(map(count, words))) for text, words in words_of.items())
         else:
             self._encode(missing)
-        return [sum(cache[text] for text in row) for row in segments]
+        return [sum(map(cache.__getitem__, row)) for row in segments]
 
     def _encode(self, texts: list[str]) -> None:
         if self._fast is not None:
