@@ -260,3 +260,49 @@ def test_cli_and_two_workers(runs, tmp_path):
         app, ["corpus", "build", "--input", str(tmp_path / "nope"), "--out", str(tmp_path / "d")]
     )
     assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+def _broken_trajectories(record: dict) -> list[dict]:
+    """One canonical record broken in each place the lazy reader checks by hand."""
+    messages_not_list = {**record, "messages": {"role": "user"}}
+    tool_not_object = {**record, "tools": [*record["tools"], "find_product"]}
+    call_without_origin = {
+        **record,
+        "calls": [{k: v for k, v in record["calls"][0].items() if k != "origin"}],
+    }
+    bad_message = {**record, "messages": [record["messages"][0], 7]}
+    bad_judge = {**record, "judge": {**record["judge"], "quality": 0.42}}
+    no_problem = {k: v for k, v in record.items() if k != "problem"}
+    return [messages_not_list, tool_not_object, call_without_origin, bad_message, bad_judge, no_problem]
+
+
+def test_lazily_read_records_are_judged_like_parsed_ones(runs, tmp_path, monkeypatch):
+    """Canonical records take a lazy reading path in the build; its rejects (reason and detail) must be
+    those of normalising the fully parsed record, and one or two workers (several chunks each) must
+    write byte-identical outputs."""
+    import shoparena.corpus.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "CHUNK", 5)
+    record = runs.records(runs.agentic)[0]
+    broken = _broken_trajectories(record)
+    source = tmp_path / "mixed.jsonl"
+    source.write_bytes(
+        (runs.agentic / "trajectories.jsonl").read_bytes()
+        + b"".join(orjson.dumps(b) + b"\n" for b in broken)
+        + (runs.pipeline / "trajectories.jsonl").read_bytes()
+    )
+    outs = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        build_corpus(CorpusConfig(inputs=[source], out=out, min_quality=0.1, workers=workers, report=False))
+        outs.append(out)
+    for name in ("train.jsonl", "eval.jsonl", "axis_b.jsonl", "rejects.jsonl", "manifest.json"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    rejects = {r["source"]: r for r in read_jsonl(outs[1] / "rejects.jsonl")}
+    first = len(runs.records(runs.agentic)) + 1
+    for line, record in enumerate(broken, start=first):
+        with pytest.raises(ValueError) as expected:
+            normalise_record(record, f"mixed.jsonl:{line}")
+        got = rejects[f"mixed.jsonl:{line}"]
+        assert (got["reason"], got["detail"]) == (expected.value.reason, expected.value.detail)
+        assert got["raw"] == record

@@ -144,3 +144,48 @@ def test_counting_by_words_equals_counting_the_whole_text(contents):
         expected = [whole("".join(chatml_segments(m, t))) for m, t in rows]
         assert counter.count_many(rows) == expected
         assert counter.count_many(rows[::-1]) == expected[::-1]  # now served from the word cache
+
+
+def _messages(text):
+    """Rows of every role, with `text` in every place a message carries text."""
+    call = st.builds(
+        lambda i, name, arguments: {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        },
+        st.integers(0, 3),
+        st.sampled_from(["find_product", "terminate"]),
+        st.one_of(text, st.builds(lambda q: tokens.orjson.dumps({"q": q}).decode(), text)),
+    )
+    return st.one_of(
+        st.builds(lambda c: {"role": "user", "content": c}, text),
+        st.builds(lambda c: {"role": "system", "content": c}, text),
+        st.builds(lambda c: {"role": "tool", "content": c, "tool_call_id": "c0"}, st.one_of(st.none(), text)),
+        st.builds(
+            lambda c, r, calls: {
+                "role": "assistant",
+                "content": c,
+                **({"reasoning_content": r} if r is not None else {}),
+                **({"tool_calls": calls} if calls else {}),
+            },
+            st.one_of(st.none(), text),
+            st.one_of(st.none(), text),
+            st.lists(call, max_size=2),
+        ),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(_messages(_HARD_TEXT), max_size=7), _TOOLS), min_size=1, max_size=4))
+def test_counting_message_texts_apart_equals_counting_the_rendered_row(rows):
+    """The default and regex counters count a row as its message texts plus cached templates (a user
+    turn, a run of tool results); that must equal counting the whole ChatML rendering, whatever the
+    characters at the texts' edges."""
+    for counter, whole in (
+        (TokenCounter(), lambda t: len(_DEFAULT._fast.encode(t, add_special_tokens=False).ids)),
+        (TokenCounter("regex"), lambda t: len(tokens._PIECES.findall(t))),
+    ):
+        expected = [whole(tokens.chatml_text(m, t)) for m, t in rows]
+        assert counter.count_many(rows) == expected
+        assert counter.count_many(rows[::-1]) == expected[::-1]
