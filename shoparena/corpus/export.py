@@ -15,6 +15,7 @@ text (the OpenAI wire form, which Qwen3's template also accepts), `tools` as one
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from pathlib import Path
 from typing import Any
@@ -50,47 +51,55 @@ def trl_row(row: dict) -> dict:
 
 
 class HashingWriter:
-    """A JSONL file written line by line, with its sha256 and row count for the manifest. Lines other
-    processes wrote into it (at ranges `OrderedAppender` reserved) are taken in with `absorb`, in file
-    order, so the hash is always that of the bytes on disk."""
+    """A JSONL file written line by line, with its sha256 and row count for the manifest."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._file = path.open("w+b")
+        self._file = path.open("wb")
         self._hash = hashlib.sha256()
-        self._size = 0
         self.rows = 0
 
     def write_line(self, data: bytes) -> None:
         line = data + b"\n"
         self._file.write(line)
         self._hash.update(line)
-        self._size += len(line)
         self.rows += 1
 
     def write(self, value: Any) -> None:
         self.write_line(orjson.dumps(value))
 
-    def absorb(self, offset: int, length: int, rows: int) -> None:
-        """Counts and hashes `rows` lines another process wrote at [offset, offset + length), which
-        must start where the file so far ends."""
-        if offset != self._size:
-            raise RuntimeError(
-                f"{self.path}: lines written at {offset}, but the file so far ends at {self._size}"
-            )
-        if length:
-            self._file.flush()
-            data = os.pread(self._file.fileno(), length, offset)
-            if len(data) != length:
-                raise RuntimeError(f"{self.path}: {length} bytes expected at {offset}, {len(data)} there")
-            self._hash.update(data)
-            self._size += length
-            self._file.seek(self._size)
+    def append_file(self, path: Path, rows: int) -> None:
+        """Appends a file of whole lines (`rows` of them) that another process wrote: hashed from a
+        memory map and copied by the kernel, so its bytes never pass through Python objects."""
+        size = path.stat().st_size
+        if size == 0:
+            return
+        self._file.flush()
+        with path.open("rb") as source, mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            self._hash.update(view)
+            _copy_range(source.fileno(), self._file.fileno(), size, view)
         self.rows += rows
 
     def close(self) -> dict:
         self._file.close()
         return {"rows": self.rows, "sha256": self._hash.hexdigest(), "bytes": self.path.stat().st_size}
+
+
+def _copy_range(source: int, target: int, size: int, view: mmap.mmap) -> None:
+    """`size` bytes from the start of `source` to the current end of `target`, in the kernel where it
+    can (`copy_file_range`), else written from the map."""
+    copied = 0
+    try:
+        while copied < size:
+            done = os.copy_file_range(source, target, size - copied, copied)
+            if done == 0:
+                break
+            copied += done
+    except OSError:  # e.g. a filesystem or kernel without it: write what is left from the map
+        pass
+    with memoryview(view) as data:
+        while copied < size:
+            copied += os.write(target, data[copied:])
 
 
 def _parquet_schema():

@@ -1,10 +1,10 @@
 """`build_corpus`: sources → normalise → gates → axis → rank → split → export, streaming.
 
 Stage 1 (normalise, gates, signals, axis) is row-local and runs in worker processes over chunks of
-input lines. Workers write a chunk's rejects and axis-B rows straight into those output files, and its
-axis-A survivors into a spill file, each at the byte range reserved for the chunk in input order
-(`ordered.OrderedAppender`); the main process gets small tuples back, hashes the output as it grows
-and puts the survivors' ranking tuples in a SQLite table keyed by problem id. Stage 2 reads that
+input lines. A worker writes a chunk's rejects, axis-B rows and axis-A survivors to the chunk's own
+files and sends back only small tuples; the main process appends the reject and axis-B files to the
+outputs in input order (hashed from a memory map, copied by the kernel), leaves the survivors where
+they are, and puts their small ranking tuples in a SQLite table keyed by problem id. Stage 2 reads that
 table sorted by problem (SQLite sorts on disk), keeps `per_problem` rows per problem and rejects the
 rest as `dedup_ranked_out`. Stage 3 clusters the problems (memory O(problems)) and plans the split;
 stage 4 streams the kept rows, in input order, into train / eval (JSONL and Parquet) and never-touch
@@ -50,7 +50,6 @@ from shoparena.corpus.models import (
     row_json,
 )
 from shoparena.corpus.normalise import NormaliseError, from_trajectory, is_trajectory, normalise_record
-from shoparena.corpus.ordered import OrderedAppender
 from shoparena.corpus.rank import Candidate, choose, compute_signals, rank_key
 from shoparena.corpus.sources import iter_records, line_ranges, read_line_range, resolve_inputs
 from shoparena.corpus.split import NeverTouch, ProblemEntry, check_disjoint, plan_split
@@ -194,46 +193,50 @@ def _reject(
 
 
 def _spool(
-    stage: _Stage1, index: int, chunk: list[tuple[str, bytes]], outputs: OrderedAppender
-) -> list[tuple]:
-    """Stage 1 over one chunk. Its bulky output (reject lines, axis-B lines, candidate rows) goes
-    straight into the shared files, in input order; what returns to the main process is small: one
-    tuple per record for the tally and the ranking table, and where the chunk's lines begin."""
-    parts: dict[str, list[bytes]] = {"rejects": [], "axis_b": [], "candidates": []}
+    stage: _Stage1, index: int, chunk: list[tuple[str, bytes]], scratch: Path
+) -> tuple[list[tuple], dict]:
+    """Stage 1 over one chunk, its bulky output written to the chunk's own files in `scratch`
+    (reject lines, axis-B lines, candidate rows); what comes back to the main process is small: one
+    tuple per record for the tally and the ranking table, and the files' names and line counts."""
+    lines: dict[str, list[bytes]] = {"rejects": [], "axis_b": [], "cand": []}
     small: list[tuple] = []
     offset = 0
-    try:
-        for outcome in stage.run(chunk):
-            kind = outcome[0]
-            if kind == "reject":
-                parts["rejects"] += (outcome[3], b"\n")
-                small.append(("reject", outcome[1], outcome[2], outcome[4]))
-            elif kind == "axis_b":
-                parts["axis_b"] += (outcome[2], b"\n")
-                small.append(("axis_b", outcome[1]))
-            else:
-                data = outcome[8]
-                parts["candidates"].append(data)  # addressed by offset, not by line
-                small.append((*outcome[:8], offset, len(data)))
-                offset += len(data)
-    except BaseException:
-        outputs.append(index, {})  # take this chunk's turn, or the chunks after it would wait for ever
-        raise
-    starts = outputs.append(index, parts)
-    lengths = {name: sum(map(len, items)) for name, items in parts.items()}
-    small.append(("chunk", starts, lengths))
-    return small
+    for outcome in stage.run(chunk):
+        kind = outcome[0]
+        if kind == "reject":
+            lines["rejects"].append(outcome[3])
+            small.append(("reject", outcome[1], outcome[2], outcome[4]))
+        elif kind == "axis_b":
+            lines["axis_b"].append(outcome[2])
+            small.append(("axis_b", outcome[1]))
+        else:
+            data = outcome[8]
+            lines["cand"].append(data)
+            small.append((*outcome[:8], offset, len(data)))
+            offset += len(data)
+    files = {}
+    for name, items in lines.items():
+        path = scratch / f"{index:07d}.{name}"
+        end = b"" if name == "cand" else b"\n"  # candidates are addressed by offset, not by line
+        with path.open("wb") as handle:
+            for item in items:
+                handle.write(item)
+                if end:
+                    handle.write(end)
+        files[name] = (path, len(items))
+    files["index"] = index
+    return small, files
 
 
-_WORKER: tuple[_Stage1, OrderedAppender] | None = None
+_WORKER: tuple[_Stage1, Path] | None = None
 
 
-def _init_worker(config: CorpusConfig, outputs: OrderedAppender) -> None:
+def _init_worker(config: CorpusConfig, scratch: Path) -> None:
     global _WORKER
-    _WORKER = (_Stage1(config), outputs)
+    _WORKER = (_Stage1(config), scratch)
 
 
-def _work(task: tuple[int, list[tuple[str, bytes]] | tuple[Path, int, int, int]]) -> list[tuple]:
+def _work(task: tuple[int, list[tuple[str, bytes]] | tuple[Path, int, int, int]]) -> tuple[list[tuple], dict]:
     assert _WORKER is not None
     index, chunk = task
     if isinstance(chunk, tuple):
@@ -275,6 +278,34 @@ def _chunks(config: CorpusConfig, ranges: bool = False) -> Iterator[list[tuple[s
         yield chunk
 
 
+class _CandidateFiles:
+    """Reads candidate rows back from the chunk files the workers wrote, keeping the last few open
+    (stage 4 reads them in input order, stage 2 in problem order)."""
+
+    def __init__(self, scratch: Path, keep: int = 32):
+        self.scratch = scratch
+        self.keep = keep
+        self._open: dict[int, Any] = {}
+
+    def __enter__(self) -> Callable[[int, int, int], bytes]:
+        return self.read
+
+    def __exit__(self, *exc: object) -> None:
+        for handle in self._open.values():
+            handle.close()
+        self._open.clear()
+
+    def read(self, chunk: int, offset: int, length: int) -> bytes:
+        handle = self._open.pop(chunk, None)
+        if handle is None:
+            handle = (self.scratch / f"{chunk:07d}.cand").open("rb")
+            if len(self._open) >= self.keep:
+                self._open.pop(next(iter(self._open))).close()
+        self._open[chunk] = handle  # most recently used last
+        handle.seek(offset)
+        return handle.read(length)
+
+
 # -- the build --------------------------------------------------------------------------------------------
 class _Tally:
     def __init__(self) -> None:
@@ -314,40 +345,32 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
     counter_name = TokenCounter(config.tokenizer).name  # fail early on a bad tokenizer, before workers start
 
     with tempfile.TemporaryDirectory(prefix="corpus-", dir=out) as scratch:
-        spill_path = Path(scratch) / "candidates.bin"
-        spill_path.touch()
-        context = multiprocessing.get_context("fork")
-        outputs = OrderedAppender(
-            context, {"rejects": rejects.path, "axis_b": axis_b.path, "candidates": spill_path}
-        )
-        db = sqlite3.connect(str(Path(scratch) / "rank.sqlite"))
+        scratch_dir = Path(scratch)
+        db = sqlite3.connect(str(scratch_dir / "rank.sqlite"))
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
         db.execute(
             "CREATE TABLE cand (seq INTEGER PRIMARY KEY, problem_id TEXT, bucket TEXT, query TEXT, hint TEXT, "
-            "key TEXT, shape TEXT, digest TEXT, offset INTEGER, length INTEGER)"
+            "key TEXT, shape TEXT, digest TEXT, chunk INTEGER, offset INTEGER, length INTEGER)"
         )
         seq = 0
         inputs = 0
         batch: list[tuple] = []
 
-        def consume(outcomes: list[tuple]) -> None:
+        def consume(result: tuple[list[tuple], dict]) -> None:
             nonlocal seq, inputs
-            *records, (_, starts, lengths) = outcomes
-            base = starts.get("candidates", 0)
-            rows = Counter()
-            for outcome in records:
+            outcomes, files = result
+            chunk = files["index"]
+            for outcome in outcomes:
                 inputs += 1
                 kind = outcome[0]
                 if kind == "reject":
                     _, reason, bucket, unjudged = outcome
-                    rows["rejects"] += 1
                     tally.reasons[reason] += 1
                     if unjudged and reason == JUDGE_BELOW_THRESHOLD:
                         tally.counts["unjudged"] += 1
                     tally.add("rejected", bucket)
                 elif kind == "axis_b":
-                    rows["axis_b"] += 1
                     tally.add("axis_b", outcome[1])
                 else:
                     _, problem_id, bucket, query, hint, key, shape, digest, offset, length = outcome
@@ -361,43 +384,44 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                             key.decode(),
                             shape,
                             digest,
-                            base + offset,
+                            chunk,
+                            offset,
                             length,
                         )
                     )
                     seq += 1
             for name, writer in (("rejects", rejects), ("axis_b", axis_b)):
-                writer.absorb(starts[name], lengths[name], rows[name])
+                path, rows = files[name]
+                writer.append_file(path, rows)
+                path.unlink()
             if len(batch) >= 5000:
-                db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?)", batch)
+                db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
                 batch.clear()
             if progress is not None:
-                progress(len(records))
+                progress(len(outcomes))
 
         tasks = enumerate(_chunks(config, ranges=config.workers > 1))
-        try:
-            if config.workers > 1:
-                with context.Pool(
-                    config.workers, initializer=_init_worker, initargs=(config, outputs)
-                ) as pool:
-                    threading.Thread(target=_warm_imports, args=(config.report,), daemon=True).start()
-                    # Pool.imap would read the whole input ahead into its task queue; a bounded window of
-                    # chunks in flight keeps memory flat however large the input is.
-                    window: deque = deque()
-                    for task in tasks:
-                        window.append(pool.apply_async(_work, (task,)))
-                        if len(window) >= 3 * config.workers:
-                            consume(window.popleft().get())
-                    while window:
+        if config.workers > 1:
+            context = multiprocessing.get_context("fork")
+            with context.Pool(
+                config.workers, initializer=_init_worker, initargs=(config, scratch_dir)
+            ) as pool:
+                threading.Thread(target=_warm_imports, args=(config.report,), daemon=True).start()
+                # Pool.imap would read the whole input ahead into its task queue; a bounded window of
+                # chunks in flight keeps memory flat however large the input is.
+                window: deque = deque()
+                for task in tasks:
+                    window.append(pool.apply_async(_work, (task,)))
+                    if len(window) >= 3 * config.workers:
                         consume(window.popleft().get())
-            else:
-                stage = _Stage1(config)
-                for index, chunk in tasks:
-                    consume(_spool(stage, index, chunk, outputs))  # type: ignore[arg-type]
-        finally:
-            outputs.close()
+                while window:
+                    consume(window.popleft().get())
+        else:
+            stage = _Stage1(config)
+            for index, chunk in tasks:
+                consume(_spool(stage, index, chunk, scratch_dir))  # type: ignore[arg-type]
         if batch:
-            db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?)", batch)
+            db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
         db.commit()
         tally.counts["inputs"] = inputs
         candidates = seq
@@ -405,15 +429,12 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         marks = {"stage1_read_gates": time.perf_counter()}
         # -- stage 2: rank per problem ----------------------------------------------------------------
         db.execute(
-            "CREATE TABLE kept (seq INTEGER PRIMARY KEY, problem_id TEXT, offset INTEGER, length INTEGER)"
+            "CREATE TABLE kept (seq INTEGER PRIMARY KEY, problem_id TEXT, chunk INTEGER, offset INTEGER, "
+            "length INTEGER)"
         )
         problems: list[ProblemEntry] = []
         kept_batch: list[tuple] = []
-        with spill_path.open("rb") as spill_in:
-
-            def read_row(off: int, length: int) -> bytes:
-                spill_in.seek(off)
-                return spill_in.read(length)
+        with _CandidateFiles(scratch_dir) as read_row:
 
             def finish(group: list[tuple]) -> None:
                 cands = [
@@ -423,10 +444,10 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 by_seq = {g[0]: g for g in group}
                 for cand in kept:
                     g = by_seq[cand.seq]
-                    kept_batch.append((g[0], g[1], g[8], g[9]))
+                    kept_batch.append((g[0], g[1], g[8], g[9], g[10]))
                 for cand in dropped:
                     g = by_seq[cand.seq]
-                    row = orjson.loads(read_row(g[8], g[9]))
+                    row = orjson.loads(read_row(g[8], g[9], g[10]))
                     winners = ", ".join(by_seq[k.seq][7] for k in kept)
                     rejects.write(
                         {
@@ -452,7 +473,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                     )
                 )
                 if len(kept_batch) >= 5000:
-                    db.executemany("INSERT INTO kept VALUES (?,?,?,?)", kept_batch)
+                    db.executemany("INSERT INTO kept VALUES (?,?,?,?,?)", kept_batch)
                     kept_batch.clear()
 
             group: list[tuple] = []
@@ -465,7 +486,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
             if group:
                 finish(group)
             if kept_batch:
-                db.executemany("INSERT INTO kept VALUES (?,?,?,?)", kept_batch)
+                db.executemany("INSERT INTO kept VALUES (?,?,?,?,?)", kept_batch)
             db.commit()
 
             marks["stage2_rank"] = time.perf_counter()
@@ -481,9 +502,9 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                     "eval": ParquetSink(out / "eval.parquet"),
                 }
             pairs: dict[str, set[tuple[str, str]]] = {"train": set(), "eval": set()}
-            for seq_no, problem_id, off, length in db.execute("SELECT * FROM kept ORDER BY seq"):
+            for seq_no, problem_id, chunk, off, length in db.execute("SELECT * FROM kept ORDER BY seq"):
                 del seq_no
-                row = orjson.loads(read_row(off, length))
+                row = orjson.loads(read_row(chunk, off, length))
                 pool_name = plan.pool[problem_id]
                 cluster = plan.cluster[problem_id]
                 meta = row["metadata"]
