@@ -4,9 +4,17 @@ split → export, with the default fast tokenizer (Rust WordPiece) and with the 
 The rows are real: template episodes are played by the reference agentic and pipeline agents on a
 generated catalogue (real harness, real observations, judged by the offline judge), then varied per
 synthetic row (problem id and query words, reasoning text, judge quality, record id), so each row is
-a full-size canonical record with distinct text. N/10 problems, 10 rows each.
+a canonical record with distinct text. N/10 problems, 10 rows each.
 
-    .venv/bin/python bench/corpus_bench.py --n 1000000 --workers 2
+Two row sizes (`--profile`):
+- `full`: the records exactly as the runner writes them, every search page of 10 products in the
+  messages and again in the call log (66 KB a record on average, 32 KB of it messages);
+- `compact`: the same episodes with every list observation cut to its first 3 results, in the
+  messages and in the call log alike (the size of agents that read shorter pages; what makes a
+  1M-row input fit on a disk here).
+
+    .venv/bin/python bench/corpus_bench.py --n 100000 --profile full
+    .venv/bin/python bench/corpus_bench.py --n 1000000 --profile compact --tokenizers default
 """
 
 from __future__ import annotations
@@ -66,6 +74,25 @@ def templates(root: Path) -> list[dict]:
     return records
 
 
+COMPACT_RESULTS = 3
+
+
+def compact(record: dict) -> dict:
+    """The record with every list observation cut to its first `COMPACT_RESULTS` items, in the tool
+    messages and in the call log's results alike."""
+    messages = []
+    for message in record["messages"]:
+        if message["role"] == "tool" and message.get("content", "").startswith("["):
+            items = orjson.loads(message["content"])
+            message = {**message, "content": orjson.dumps(items[:COMPACT_RESULTS]).decode()}
+        messages.append(message)
+    calls = [
+        {**c, "result": c["result"][:COMPACT_RESULTS]} if isinstance(c.get("result"), list) else c
+        for c in record["calls"]
+    ]
+    return {**record, "messages": messages, "calls": calls}
+
+
 def synthesise(path: Path, bases: list[dict], n: int, seed: int = 0) -> int:
     rng = random.Random(seed)
     size = 0
@@ -107,16 +134,20 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tokenizers", default="default,regex")
+    parser.add_argument("--profile", choices=("full", "compact"), default="full")
     parser.add_argument("--out", default="bench/out")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="corpus-bench-") as scratch:
         root = Path(scratch)
         bases = templates(root)
+        if args.profile == "compact":
+            bases = [compact(b) for b in bases]
         source = root / "synthetic.jsonl"
         started = time.perf_counter()
         size = synthesise(source, bases, args.n)
         results = {
             "n": args.n,
+            "profile": args.profile,
             "workers": args.workers,
             "cpu_count": os.cpu_count(),
             "input_bytes": size,
@@ -148,6 +179,8 @@ def main() -> None:
                 "tokenizer": tokenizer,
                 "seconds": seconds,
                 "rows_per_s": args.n / seconds,
+                "input_mb_per_s": size / seconds / 1e6,
+                "stage_seconds": result.stage_seconds,
                 "peak_rss_mb_main_plus_workers": peak[0] / 2**20,
                 "max_child_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
                 "counts": result.counts,
@@ -157,7 +190,7 @@ def main() -> None:
             print(json.dumps({k: v for k, v in run.items() if k not in ("counts", "reasons")}))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"corpus_bench-{args.n}.json").write_text(json.dumps(results, indent=2))
+    (out / f"corpus_bench-{args.profile}-{args.n}.json").write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -426,7 +426,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         tally.counts["inputs"] = inputs
         candidates = seq
 
-        marks = {"stage1_read_gates": time.perf_counter()}
+        marks = {"read_gates": time.perf_counter()}
         # -- stage 2: rank per problem ----------------------------------------------------------------
         db.execute(
             "CREATE TABLE kept (seq INTEGER PRIMARY KEY, problem_id TEXT, chunk INTEGER, offset INTEGER, "
@@ -489,11 +489,11 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 db.executemany("INSERT INTO kept VALUES (?,?,?,?,?)", kept_batch)
             db.commit()
 
-            marks["stage2_rank"] = time.perf_counter()
+            marks["rank"] = time.perf_counter()
             # -- stage 3: leak clusters and the split plan ------------------------------------------------
             plan = plan_split(problems, fingerprints, never, config.eval_size, config.seed)
 
-            marks["stage3_split"] = time.perf_counter()
+            marks["split"] = time.perf_counter()
             # -- stage 4: export --------------------------------------------------------------------------
             parquet = {}
             if config.parquet:
@@ -535,7 +535,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         files = {name: writer.close() for name, writer in writers.items()}
         for name, sink in parquet.items():
             files[f"{name}.parquet"] = sink.close()
-        marks["stage4_export"] = time.perf_counter()
+        marks["export"] = time.perf_counter()
 
     counts = {
         "inputs": inputs,
