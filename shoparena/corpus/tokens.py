@@ -220,8 +220,9 @@ class TokenCounter:
         """
         if self._hf is not None:
             return [self._hf_count(messages, tools) for messages, tools in rows]
-        render = self._renderer.pieces if self._splits_on_spaces else self._renderer.segments
-        segments = [render(messages, tools) for messages, tools in rows]
+        if self._splits_on_spaces:
+            return [self._count_pieces(self._renderer.pieces(messages, tools)) for messages, tools in rows]
+        segments = [self._renderer.segments(messages, tools) for messages, tools in rows]
         cache = self._cache
         needed = {text for row in segments for text in row}
         missing = [text for text in needed if text not in cache]
@@ -232,21 +233,47 @@ class TokenCounter:
             self._cached_chars = 0
             missing = list(needed)
         self._cached_chars += sum(map(len, missing))
-        if self._splits_on_spaces:
-            # A space is a token boundary that is itself no token, so a new text's count is the sum of
-            # its space-separated words' counts; those are cached too, and a row that differs from the
-            # last by a few words (a reworded thought, a new query) costs only its new words.
-            words_of = {text: text.split(" ") for text in missing}
-            fresh = list({word for words in words_of.values() for word in words if word not in cache})
-            self._cached_chars += sum(map(len, fresh))
-            self._encode(fresh)
-            count = cache.__getitem__
-            cache.update((text, sum(map(count, words))) for text, words in words_of.items())
-        else:
-            self._encode(missing)
+        self._encode(missing)
         return [sum(map(cache.__getitem__, row)) for row in segments]
 
+    def _count_pieces(self, pieces: list[str]) -> int:
+        """One row of a whitespace-splitting counter: cached texts are summed in one pass; a new text
+        counts as the sum of its space-separated words (a space is a token boundary that is itself no
+        token), whose counts are cached too, so a row that differs from the last by a few words (a
+        reworded thought, a new query, a new observation of known products) costs only its new words."""
+        cache = self._cache
+        total = 0
+        new: list[str] = []
+        for text in pieces:
+            count = cache.get(text)
+            if count is None:
+                new.append(text)
+            else:
+                total += count
+        if not new:
+            return total
+        words_of = {text: text.split(" ") for text in new}
+        fresh = list({word for words in words_of.values() for word in words if word not in cache})
+        size = sum(map(len, words_of)) + sum(map(len, fresh))
+        if self._cached_chars + size > CACHE_CHARS:
+            # start over; this row's texts and words are counted below and cached again
+            cache.clear()
+            self._cached_chars = 0
+            fresh = list({word for words in words_of.values() for word in words})
+            size = sum(map(len, words_of)) + sum(map(len, fresh))
+        self._cached_chars += size
+        self._encode(fresh)
+        word_count = cache.__getitem__
+        for text in new:  # a text may repeat within the row: it counts each time
+            count = cache.get(text)
+            if count is None:
+                count = cache[text] = sum(map(word_count, words_of[text]))
+            total += count
+        return total
+
     def _encode(self, texts: list[str]) -> None:
+        if not texts:
+            return
         if self._fast is not None:
             encoded = self._fast.encode_batch(texts, add_special_tokens=False)
             self._cache.update((text, len(e.ids)) for text, e in zip(texts, encoded, strict=True))

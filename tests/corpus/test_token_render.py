@@ -188,3 +188,18 @@ def test_counting_message_texts_apart_equals_counting_the_rendered_row(rows):
         expected = [whole(tokens.chatml_text(m, t)) for m, t in rows]
         assert counter.count_many(rows) == expected
         assert counter.count_many(rows[::-1]) == expected[::-1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(_messages(_TEXT), max_size=6), _TOOLS), min_size=1, max_size=5))
+def test_counts_survive_the_count_cache_filling_up(rows):
+    """A cache a few texts large is cleared again and again mid-row; counts must not change."""
+    counter, small = TokenCounter("regex"), TokenCounter("regex")
+    small_limit = 64
+    original = tokens.CACHE_CHARS
+    try:
+        tokens.CACHE_CHARS = small_limit
+        got = small.count_many(rows + rows)
+    finally:
+        tokens.CACHE_CHARS = original
+    assert got == counter.count_many(rows + rows)
