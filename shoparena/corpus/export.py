@@ -50,6 +50,12 @@ def trl_row(row: dict) -> dict:
     }
 
 
+def trl_messages_json(messages: bytes) -> bytes:
+    """A row's messages JSON in TRL form (`trl_message` on each), the same bytes as serialising
+    `trl_row(row)["messages"]`."""
+    return orjson.dumps([trl_message(m) for m in orjson.loads(messages)])
+
+
 class HashingWriter:
     """A JSONL file written line by line, with its sha256 and row count for the manifest."""
 
@@ -137,25 +143,45 @@ class ParquetSink:
         self.path = path
         self.schema = _parquet_schema()
         self._writer = pq.ParquetWriter(str(path), self.schema, compression="zstd")
-        self._batch: dict[str, list] = {"messages": [], "tools": [], "metadata": []}
+        self._lines: list[bytes] = []
         self.rows = 0
 
     def write(self, row: dict) -> None:
-        self._batch["messages"].append(row["messages"])
-        self._batch["tools"].append(jsontext.dumps(row["tools"]))
-        self._batch["metadata"].append(jsontext.dumps(row["metadata"]))
+        self.write_json(
+            orjson.dumps(row["messages"]), orjson.dumps(row["tools"]), orjson.dumps(row["metadata"])
+        )
+
+    def write_json(self, messages: bytes, tools: bytes, metadata: bytes) -> None:
+        """One row from the JSON of its parts (canonical messages, tools, metadata): Arrow's JSON
+        reader builds the columns in C++, several times faster than converting Python objects."""
+        self._lines.append(
+            b'{"messages":'
+            + messages
+            + b',"tools":'
+            + orjson.dumps(tools.decode())
+            + b',"metadata":'
+            + orjson.dumps(metadata.decode())
+            + b"}\n"
+        )
         self.rows += 1
-        if len(self._batch["tools"]) >= PARQUET_BATCH:
+        if len(self._lines) >= PARQUET_BATCH:
             self._flush()
 
     def _flush(self) -> None:
         import pyarrow as pa
+        import pyarrow.json as pa_json
 
-        if not self._batch["tools"]:
+        if not self._lines:
             return
-        table = pa.Table.from_pydict(self._batch, schema=self.schema)
+        table = pa_json.read_json(
+            pa.BufferReader(b"".join(self._lines)),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=1 << 30),
+            parse_options=pa_json.ParseOptions(
+                explicit_schema=self.schema, unexpected_field_behavior="error"
+            ),
+        )
         self._writer.write_table(table)
-        self._batch = {"messages": [], "tools": [], "metadata": []}
+        self._lines = []
 
     def close(self) -> dict:
         self._flush()

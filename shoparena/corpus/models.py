@@ -140,3 +140,23 @@ def row_json(row: CorpusRow) -> bytes:
             "metadata": orjson.Fragment(metadata.__pydantic_serializer__.to_json(metadata)),
         }
     )
+
+
+_MESSAGES_AT = len(b'{"messages":')
+
+
+def row_parts(data: bytes) -> tuple[bytes, bytes, bytes]:
+    """(messages, tools, metadata) JSON of bytes `row_json` wrote, cut apart without parsing them, so a
+    later stage can patch the small metadata and splice the large parts back as they are. The cuts are
+    exact: `row_json` writes the three keys in this order, and neither `,"tools":` nor `,"metadata":`
+    can occur earlier (quotes inside strings are escaped; message keys are fixed and none is `tools`)."""
+    if not data.startswith(b'{"messages":') or not data.endswith(b"}"):
+        raise ValueError("not a row written by row_json")
+    tools_at = data.index(b',"tools":')
+    metadata_at = data.rindex(b',"metadata":')
+    return data[_MESSAGES_AT:tools_at], data[tools_at + 9 : metadata_at], data[metadata_at + 12 : -1]
+
+
+def join_row(messages: bytes, tools: bytes, metadata: bytes) -> bytes:
+    """The inverse of `row_parts`."""
+    return b'{"messages":' + messages + b',"tools":' + tools + b',"metadata":' + metadata + b"}"

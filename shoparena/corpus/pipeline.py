@@ -40,14 +40,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.corpus import gates as gate_mod
 from shoparena.corpus.axis import classify_axis
-from shoparena.corpus.export import HashingWriter, ParquetSink, trl_row
+from shoparena.corpus.export import HashingWriter, ParquetSink, trl_messages_json
 from shoparena.corpus.models import (
     DEDUP_RANKED_OUT,
     JUDGE_BELOW_THRESHOLD,
     NEVER_TOUCH,
     UNREADABLE,
     CorpusRow,
+    join_row,
     row_json,
+    row_parts,
 )
 from shoparena.corpus.normalise import NormaliseError, from_trajectory, is_trajectory, normalise_record
 from shoparena.corpus.rank import Candidate, choose, compute_signals, rank_key
@@ -447,15 +449,15 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                     kept_batch.append((g[0], g[1], g[8], g[9], g[10]))
                 for cand in dropped:
                     g = by_seq[cand.seq]
-                    row = orjson.loads(read_row(g[8], g[9], g[10]))
+                    data = read_row(g[8], g[9], g[10])
                     winners = ", ".join(by_seq[k.seq][7] for k in kept)
                     rejects.write(
                         {
                             "reason": DEDUP_RANKED_OUT,
                             "detail": f"problem kept its {len(kept)} best-ranked rows ({winners})",
-                            "source": row["metadata"]["source"],
+                            "source": orjson.loads(row_parts(data)[2])["source"],
                             "problem_id": g[1],
-                            "row": row,
+                            "row": orjson.Fragment(data),
                             "raw": None,
                         }
                     )
@@ -504,12 +506,13 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
             pairs: dict[str, set[tuple[str, str]]] = {"train": set(), "eval": set()}
             for seq_no, problem_id, chunk, off, length in db.execute("SELECT * FROM kept ORDER BY seq"):
                 del seq_no
-                row = orjson.loads(read_row(chunk, off, length))
+                messages, tools, metadata = row_parts(read_row(chunk, off, length))
                 pool_name = plan.pool[problem_id]
                 cluster = plan.cluster[problem_id]
-                meta = row["metadata"]
+                meta = orjson.loads(metadata)
                 meta["split"] = pool_name
                 meta["leak_cluster_id"] = meta.get("leak_cluster_id") or cluster
+                metadata = orjson.dumps(meta)
                 bucket = meta.get("bucket")
                 if pool_name == "never_touch":
                     rejects.write(
@@ -518,18 +521,20 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                             "detail": f"problem is in never-touch cluster {cluster}",
                             "source": meta["source"],
                             "problem_id": problem_id,
-                            "row": row,
+                            "row": orjson.Fragment(join_row(messages, tools, metadata)),
                             "raw": None,
                         }
                     )
                     tally.reasons[NEVER_TOUCH] += 1
                     tally.add("rejected", bucket)
                     continue
-                writers[f"{pool_name}.jsonl"].write(trl_row(row))
+                writers[f"{pool_name}.jsonl"].write_line(
+                    join_row(trl_messages_json(messages), tools, metadata)
+                )
                 pairs[pool_name].add((problem_id, cluster))
                 tally.add(pool_name, bucket)
                 if pool_name in parquet:
-                    parquet[pool_name].write(row)
+                    parquet[pool_name].write_json(messages, tools, metadata)
         db.close()
         check_disjoint(pairs["train"], pairs["eval"])
         files = {name: writer.close() for name, writer in writers.items()}
