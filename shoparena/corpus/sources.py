@@ -3,7 +3,6 @@ one record, or one arena step log), read as a stream of (source label, record by
 
 from __future__ import annotations
 
-import mmap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,27 +69,29 @@ def iter_records(path: Path) -> Iterator[tuple[str, bytes]]:
         yield f"{path.name}[{index}]", orjson.dumps(item)
 
 
-def line_ranges(path: Path, lines: int) -> Iterator[tuple[int, int, int]]:
+def line_ranges(path: Path, lines: int, block: int = 1 << 22) -> Iterator[tuple[int, int, int]]:
     """(start offset, end offset, number of the first line) of consecutive runs of `lines` lines of a
     JSONL file. The parallel build hands workers these instead of the lines themselves, so the main
-    process neither splits nor pickles the input; `read_line_range` turns one back into records. The
-    file is searched through a memory map, so finding the line ends copies none of it."""
-    size = path.stat().st_size
-    if size == 0:
-        return
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        start = 0
-        number = 1
-        count = 0
-        at = view.find(b"\n")
-        while at >= 0:
-            count += 1
-            if count == lines:
-                yield start, at + 1, number
-                start, number, count = at + 1, number + count, 0
-            at = view.find(b"\n", at + 1)
-    if size > start:
-        yield start, size, number
+    process neither splits nor pickles the input; `read_line_range` turns one back into records. Read
+    in blocks, not through a memory map: a map of the whole input would count the pages it touched in
+    the process's resident memory until the end of the build."""
+    start = 0
+    number = 1
+    count = 0
+    offset = 0
+    with path.open("rb") as handle:
+        while data := handle.read(block):
+            at = data.find(b"\n")
+            while at >= 0:
+                count += 1
+                if count == lines:
+                    end = offset + at + 1
+                    yield start, end, number
+                    start, number, count = end, number + count, 0
+                at = data.find(b"\n", at + 1)
+            offset += len(data)
+    if offset > start:
+        yield start, offset, number
 
 
 def read_line_range(path: Path, start: int, end: int, number: int) -> list[tuple[str, bytes]]:

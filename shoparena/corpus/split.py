@@ -158,12 +158,18 @@ def _minhashes(queries: list[str]):
     return MinHash.bulk([[w.encode() for w in sorted(query_words(q))] for q in queries], num_perm=NUM_PERM)
 
 
+def _bands() -> tuple[int, int]:
+    """(bands, rows per band) that datasketch's LSH picks for `LSH_THRESHOLD` at `NUM_PERM`."""
+    from datasketch import MinHashLSH
+
+    lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)
+    return lsh.b, lsh.r
+
+
 def leak_clusters(
     problems: list[ProblemEntry], known_fingerprints: dict[str, str], never_touch: NeverTouch
 ) -> tuple[dict[str, str], set[str]]:
     """(problem id → cluster id, never-touch cluster ids)."""
-    from datasketch import MinHashLSH
-
     uf = _UnionFind()
     nodes = [f"p:{p.problem_id}" for p in problems]
     for node, entry in zip(nodes, problems, strict=True):
@@ -177,25 +183,37 @@ def leak_clusters(
         if uf.parent.get(f"c:{fingerprint}") is not None:
             uf.union(f"c:{fingerprint}", "never")
 
-    lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)
-    hashes = _minhashes([p.query for p in problems])
-    for node, minhash in zip(nodes, hashes, strict=True):
-        lsh.insert(node, minhash)
+    # LSH by its band buckets: two queries are candidates when one of their bands matches. Unioning
+    # each bucket's members once is linear in the number of problems; asking the index for every
+    # problem's candidates instead returned each near-duplicate family once per member (quadratic: a
+    # 10k-problem family took minutes). The edges are the same as "every unhinted problem and every
+    # never-touch query joins its candidates": a bucket with at least one such member joins all of
+    # its members; a bucket of hinted problems alone joins nothing, since none of them would have asked.
+    bands, rows = _bands()
+    buckets: list[dict[bytes, list[tuple[str, bool]]]] = [{} for _ in range(bands)]
+    members: list[tuple[str, bool]] = [
+        (node, not (entry.cluster_hint or entry.problem_id in known_fingerprints))
+        for node, entry in zip(nodes, problems, strict=True)
+    ]
+    hashes = list(_minhashes([p.query for p in problems]))
     for i, minhash in enumerate(_minhashes(never_touch.queries)):
-        for node in lsh.query(minhash):
-            uf.union(node, "never")
-        lsh.insert(f"n:{i}", minhash)
+        members.append((f"n:{i}", True))
+        hashes.append(minhash)
         uf.union(f"n:{i}", "never")
-    parent = uf.parent
-    for node, entry, minhash in zip(nodes, problems, hashes, strict=True):
-        if entry.cluster_hint or entry.problem_id in known_fingerprints:
-            continue
-        # Near-duplicate queries come back in their hundreds; most already hang straight off this
-        # node's root, and sets only ever merge, so those unions are skipped without a find. (A root is
-        # always its set's least node, so the clusters and their names do not depend on union order.)
-        root = uf.find(node)
-        for other in [o for o in lsh.query(minhash) if parent.get(o) != root]:
-            uf.union(node, other)
+    for member, minhash in zip(members, hashes, strict=True):
+        values = minhash.hashvalues
+        for band, table in enumerate(buckets):
+            table.setdefault(values[band * rows : (band + 1) * rows].tobytes(), []).append(member)
+    for table in buckets:
+        for bucket in table.values():
+            if len(bucket) < 2:
+                continue
+            active = [node for node, asks in bucket if asks]
+            if not active:
+                continue
+            for node, _ in bucket:
+                if node != active[0]:
+                    uf.union(active[0], node)
 
     never_root = uf.find("never")
     cluster_of: dict[str, str] = {}

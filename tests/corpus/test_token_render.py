@@ -109,12 +109,13 @@ def test_call_arguments_are_parsed_once_and_shared_by_text():
     st.lists(st.sampled_from([b"", b"  ", b"{}", b'{"a": 1}', b"x\r", b"\xff", b"[1, 2]"]), max_size=30),
     st.booleans(),
     st.integers(1, 5),
+    st.integers(1, 16),
 )
-def test_line_ranges_read_back_as_iter_records(tmp_path_factory, lines, trailing, per_range):
+def test_line_ranges_read_back_as_iter_records(tmp_path_factory, lines, trailing, per_range, block):
     """The parallel build's line ranges give the very records (labels included) `iter_records` gives."""
     path = tmp_path_factory.mktemp("ranges") / "in.jsonl"
     path.write_bytes(b"\n".join(lines) + (b"\n" if trailing and lines else b""))
-    ranges = list(line_ranges(path, per_range))
+    ranges = list(line_ranges(path, per_range, block=block))
     assert [r for start, end, number in ranges for r in read_line_range(path, start, end, number)] == list(
         iter_records(path)
     )
