@@ -24,6 +24,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -187,6 +188,7 @@ def main() -> None:
                 "reasons": result.reasons,
             }
             results["runs"].append(run)
+            shutil.rmtree(root / f"out-{tokenizer}")  # at 1M rows each run writes ~20 GB
             print(json.dumps({k: v for k, v in run.items() if k not in ("counts", "reasons")}))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
