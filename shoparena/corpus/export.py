@@ -50,10 +50,10 @@ def trl_row(row: dict) -> dict:
     }
 
 
-def trl_messages_json(messages: bytes) -> bytes:
-    """A row's messages JSON in TRL form (`trl_message` on each), the same bytes as serialising
-    `trl_row(row)["messages"]`."""
-    return orjson.dumps([trl_message(m) for m in orjson.loads(messages)])
+def trl_messages(messages: list[dict]) -> bytes:
+    """Canonical messages as the JSON of their TRL form (`trl_message` on each): the same bytes as
+    serialising `trl_row(row)["messages"]`."""
+    return orjson.dumps([trl_message(m) for m in messages])
 
 
 class HashingWriter:
@@ -144,6 +144,7 @@ class ParquetSink:
         self.schema = _parquet_schema()
         self._writer = pq.ParquetWriter(str(path), self.schema, compression="zstd")
         self._lines: list[bytes] = []
+        self._tools: tuple[bytes, bytes] = (b"", b"")
         self.rows = 0
 
     def write(self, row: dict) -> None:
@@ -154,11 +155,13 @@ class ParquetSink:
     def write_json(self, messages: bytes, tools: bytes, metadata: bytes) -> None:
         """One row from the JSON of its parts (canonical messages, tools, metadata): Arrow's JSON
         reader builds the columns in C++, several times faster than converting Python objects."""
+        if tools != self._tools[0]:  # rows mostly share one tools list: escape it once
+            self._tools = (tools, orjson.dumps(tools.decode()))
         self._lines.append(
             b'{"messages":'
             + messages
             + b',"tools":'
-            + orjson.dumps(tools.decode())
+            + self._tools[1]
             + b',"metadata":'
             + orjson.dumps(metadata.decode())
             + b"}\n"
@@ -175,7 +178,8 @@ class ParquetSink:
             return
         table = pa_json.read_json(
             pa.BufferReader(b"".join(self._lines)),
-            read_options=pa_json.ReadOptions(use_threads=False, block_size=1 << 30),
+            # the Python stages are single-threaded here, so Arrow may parse blocks on every core
+            read_options=pa_json.ReadOptions(use_threads=True, block_size=1 << 22),
             parse_options=pa_json.ParseOptions(
                 explicit_schema=self.schema, unexpected_field_behavior="error"
             ),

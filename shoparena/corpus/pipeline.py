@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.corpus import gates as gate_mod
 from shoparena.corpus.axis import classify_axis
-from shoparena.corpus.export import HashingWriter, ParquetSink, trl_messages_json
+from shoparena.corpus.export import HashingWriter, ParquetSink, trl_messages
 from shoparena.corpus.models import (
     DEDUP_RANKED_OUT,
     JUDGE_BELOW_THRESHOLD,
@@ -175,6 +175,7 @@ class _Stage1:
             meta.signals.shape,
             hashlib.sha256(data).hexdigest()[:16],
             data,
+            trl_messages(row.messages),  # the TRL form, made here in parallel for stage 4 to splice in
         )
 
 
@@ -212,10 +213,10 @@ def _spool(
             lines["axis_b"].append(outcome[2])
             small.append(("axis_b", outcome[1]))
         else:
-            data = outcome[8]
-            lines["cand"].append(data)
-            small.append((*outcome[:8], offset, len(data)))
-            offset += len(data)
+            data, trl = outcome[8], outcome[9]
+            lines["cand"] += (data, trl)
+            small.append((*outcome[:8], offset, len(data), len(trl)))
+            offset += len(data) + len(trl)
     files = {}
     for name, items in lines.items():
         path = scratch / f"{index:07d}.{name}"
@@ -353,7 +354,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         db.execute("PRAGMA synchronous=OFF")
         db.execute(
             "CREATE TABLE cand (seq INTEGER PRIMARY KEY, problem_id TEXT, bucket TEXT, query TEXT, hint TEXT, "
-            "key TEXT, shape TEXT, digest TEXT, chunk INTEGER, offset INTEGER, length INTEGER)"
+            "key TEXT, shape TEXT, digest TEXT, chunk INTEGER, offset INTEGER, length INTEGER, trl_length INTEGER)"
         )
         seq = 0
         inputs = 0
@@ -375,7 +376,9 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 elif kind == "axis_b":
                     tally.add("axis_b", outcome[1])
                 else:
-                    _, problem_id, bucket, query, hint, key, shape, digest, offset, length = outcome
+                    _, problem_id, bucket, query, hint, key, shape, digest, offset, length, trl_length = (
+                        outcome
+                    )
                     batch.append(
                         (
                             seq,
@@ -389,6 +392,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                             chunk,
                             offset,
                             length,
+                            trl_length,
                         )
                     )
                     seq += 1
@@ -397,7 +401,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 writer.append_file(path, rows)
                 path.unlink()
             if len(batch) >= 5000:
-                db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
+                db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch)
                 batch.clear()
             if progress is not None:
                 progress(len(outcomes))
@@ -423,7 +427,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
             for index, chunk in tasks:
                 consume(_spool(stage, index, chunk, scratch_dir))  # type: ignore[arg-type]
         if batch:
-            db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
+            db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch)
         db.commit()
         tally.counts["inputs"] = inputs
         candidates = seq
@@ -432,7 +436,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         # -- stage 2: rank per problem ----------------------------------------------------------------
         db.execute(
             "CREATE TABLE kept (seq INTEGER PRIMARY KEY, problem_id TEXT, chunk INTEGER, offset INTEGER, "
-            "length INTEGER)"
+            "length INTEGER, trl_length INTEGER)"
         )
         problems: list[ProblemEntry] = []
         kept_batch: list[tuple] = []
@@ -446,7 +450,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 by_seq = {g[0]: g for g in group}
                 for cand in kept:
                     g = by_seq[cand.seq]
-                    kept_batch.append((g[0], g[1], g[8], g[9], g[10]))
+                    kept_batch.append((g[0], g[1], g[8], g[9], g[10], g[11]))
                 for cand in dropped:
                     g = by_seq[cand.seq]
                     data = read_row(g[8], g[9], g[10])
@@ -475,7 +479,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                     )
                 )
                 if len(kept_batch) >= 5000:
-                    db.executemany("INSERT INTO kept VALUES (?,?,?,?,?)", kept_batch)
+                    db.executemany("INSERT INTO kept VALUES (?,?,?,?,?,?)", kept_batch)
                     kept_batch.clear()
 
             group: list[tuple] = []
@@ -488,7 +492,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
             if group:
                 finish(group)
             if kept_batch:
-                db.executemany("INSERT INTO kept VALUES (?,?,?,?,?)", kept_batch)
+                db.executemany("INSERT INTO kept VALUES (?,?,?,?,?,?)", kept_batch)
             db.commit()
 
             marks["rank"] = time.perf_counter()
@@ -504,9 +508,10 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                     "eval": ParquetSink(out / "eval.parquet"),
                 }
             pairs: dict[str, set[tuple[str, str]]] = {"train": set(), "eval": set()}
-            for seq_no, problem_id, chunk, off, length in db.execute("SELECT * FROM kept ORDER BY seq"):
-                del seq_no
-                messages, tools, metadata = row_parts(read_row(chunk, off, length))
+            kept_rows = db.execute("SELECT * FROM kept ORDER BY seq")
+            for _, problem_id, chunk, off, length, trl_length in kept_rows:
+                stored = read_row(chunk, off, length + trl_length)
+                messages, tools, metadata = row_parts(stored[:length])
                 pool_name = plan.pool[problem_id]
                 cluster = plan.cluster[problem_id]
                 meta = orjson.loads(metadata)
@@ -528,9 +533,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                     tally.reasons[NEVER_TOUCH] += 1
                     tally.add("rejected", bucket)
                     continue
-                writers[f"{pool_name}.jsonl"].write_line(
-                    join_row(trl_messages_json(messages), tools, metadata)
-                )
+                writers[f"{pool_name}.jsonl"].write_line(join_row(stored[length:], tools, metadata))
                 pairs[pool_name].add((problem_id, cluster))
                 tally.add(pool_name, bucket)
                 if pool_name in parquet:
