@@ -10,9 +10,8 @@ smaller content hash, which makes the choice independent of input order.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from difflib import SequenceMatcher
-
-from pydantic import BaseModel
 
 from shoparena.corpus.models import CorpusRow, Signals
 from shoparena.corpus.trace import TraceCall, trace_calls
@@ -87,8 +86,10 @@ def rank_key(signals: Signals, judge_quality: float | None) -> tuple:
     )
 
 
-class Candidate(BaseModel):
-    """What ranking keeps in memory per row: the key, the shape and a tie-breaking id."""
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What ranking keeps in memory per row: the key, the shape and a tie-breaking id. A plain
+    dataclass: one is built per axis-A row from values the pipeline made itself."""
 
     seq: int
     key: tuple
