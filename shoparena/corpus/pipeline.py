@@ -438,8 +438,13 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
             "CREATE TABLE kept (seq INTEGER PRIMARY KEY, problem_id TEXT, chunk INTEGER, offset INTEGER, "
             "length INTEGER, trl_length INTEGER)"
         )
+        db.execute(
+            "CREATE TABLE dropped (seq INTEGER PRIMARY KEY, problem_id TEXT, chunk INTEGER, offset INTEGER, "
+            "length INTEGER, detail TEXT)"
+        )
         problems: list[ProblemEntry] = []
         kept_batch: list[tuple] = []
+        dropped_batch: list[tuple] = []
         with _CandidateFiles(scratch_dir) as read_row:
 
             def finish(group: list[tuple]) -> None:
@@ -451,20 +456,12 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 for cand in kept:
                     g = by_seq[cand.seq]
                     kept_batch.append((g[0], g[1], g[8], g[9], g[10], g[11]))
+                if dropped:
+                    winners = ", ".join(by_seq[k.seq][7] for k in kept)
+                    detail = f"problem kept its {len(kept)} best-ranked rows ({winners})"
                 for cand in dropped:
                     g = by_seq[cand.seq]
-                    data = read_row(g[8], g[9], g[10])
-                    winners = ", ".join(by_seq[k.seq][7] for k in kept)
-                    rejects.write(
-                        {
-                            "reason": DEDUP_RANKED_OUT,
-                            "detail": f"problem kept its {len(kept)} best-ranked rows ({winners})",
-                            "source": orjson.loads(row_parts(data)[2])["source"],
-                            "problem_id": g[1],
-                            "row": orjson.Fragment(data),
-                            "raw": None,
-                        }
-                    )
+                    dropped_batch.append((g[0], g[1], g[8], g[9], g[10], detail))
                     tally.reasons[DEDUP_RANKED_OUT] += 1
                     tally.add("rejected", g[2])
                 first = group[0]
@@ -481,6 +478,9 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 if len(kept_batch) >= 5000:
                     db.executemany("INSERT INTO kept VALUES (?,?,?,?,?,?)", kept_batch)
                     kept_batch.clear()
+                if len(dropped_batch) >= 5000:
+                    db.executemany("INSERT INTO dropped VALUES (?,?,?,?,?,?)", dropped_batch)
+                    dropped_batch.clear()
 
             group: list[tuple] = []
             cursor = db.execute("SELECT * FROM cand ORDER BY problem_id, seq")
@@ -493,7 +493,23 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 finish(group)
             if kept_batch:
                 db.executemany("INSERT INTO kept VALUES (?,?,?,?,?,?)", kept_batch)
+            if dropped_batch:
+                db.executemany("INSERT INTO dropped VALUES (?,?,?,?,?,?)", dropped_batch)
             db.commit()
+            # Ranked-out rows are written in input order, so their rows are read back sequentially
+            # (in problem order they were random reads across the spill, slow once it leaves the cache).
+            for _, problem_id, chunk, off, length, detail in db.execute("SELECT * FROM dropped ORDER BY seq"):
+                data = read_row(chunk, off, length)
+                rejects.write(
+                    {
+                        "reason": DEDUP_RANKED_OUT,
+                        "detail": detail,
+                        "source": orjson.loads(row_parts(data)[2])["source"],
+                        "problem_id": problem_id,
+                        "row": orjson.Fragment(data),
+                        "raw": None,
+                    }
+                )
 
             marks["rank"] = time.perf_counter()
             # -- stage 3: leak clusters and the split plan ------------------------------------------------

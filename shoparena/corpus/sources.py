@@ -3,6 +3,7 @@ one record, or one arena step log), read as a stream of (source label, record by
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,10 +96,16 @@ def line_ranges(path: Path, lines: int, block: int = 1 << 22) -> Iterator[tuple[
 
 
 def read_line_range(path: Path, start: int, end: int, number: int) -> list[tuple[str, bytes]]:
-    """The records of one `line_ranges` range, labelled and filtered exactly as `iter_records` does."""
+    """The records of one `line_ranges` range, labelled and filtered exactly as `iter_records` does.
+
+    The range is read once, so its pages are then released from the page cache: an input larger than
+    memory would otherwise push out the build's own spill files (read again when ranking and
+    exporting) and even the libraries' code."""
     with path.open("rb") as handle:
         handle.seek(start)
         data = handle.read(end - start)
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(handle.fileno(), start, end - start, os.POSIX_FADV_DONTNEED)
     lines = data.split(b"\n")
     if data.endswith(b"\n"):
         lines.pop()
