@@ -18,32 +18,42 @@ _ARGUMENTS = st.one_of(
     ),
     _TEXT,  # often not JSON at all: rendered from the raw text
 )
-_CALL = st.builds(
-    lambda i, name, arguments: {
-        "id": f"c{i}",
-        "type": "function",
-        "function": {"name": name, "arguments": arguments},
-    },
-    st.integers(0, 3),
-    st.sampled_from(["find_product", "recommend_product", "terminate"]),
-    _ARGUMENTS,
-)
-_MESSAGE = st.one_of(
-    st.builds(lambda c: {"role": "user", "content": c}, _TEXT),
-    st.builds(lambda c: {"role": "system", "content": c}, _TEXT),
-    st.builds(lambda c, i: {"role": "tool", "content": c, "tool_call_id": f"c{i}"}, _TEXT, st.integers(0, 3)),
-    st.builds(
-        lambda c, r, calls: {
-            "role": "assistant",
-            "content": c,
-            **({"reasoning_content": r} if r is not None else {}),
-            **({"tool_calls": calls} if calls else {}),
-        },
-        st.one_of(st.none(), _TEXT),
-        st.one_of(st.none(), _TEXT),
-        st.lists(_CALL, max_size=3),
-    ),
-)
+
+
+def _messages(text, arguments=None):
+    """Messages of every role with `text` wherever a message carries text; call arguments are
+    `arguments`, by default text or a JSON object of text."""
+    if arguments is None:
+        arguments = st.one_of(text, st.builds(lambda q: tokens.orjson.dumps({"q": q}).decode(), text))
+    call = st.builds(
+        lambda i, name, a: {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": a}},
+        st.integers(0, 3),
+        st.sampled_from(["find_product", "recommend_product", "terminate"]),
+        arguments,
+    )
+    return st.one_of(
+        st.builds(lambda c: {"role": "user", "content": c}, text),
+        st.builds(lambda c: {"role": "system", "content": c}, text),
+        st.builds(
+            lambda c, i: {"role": "tool", "content": c, "tool_call_id": f"c{i}"},
+            st.one_of(st.none(), text),
+            st.integers(0, 3),
+        ),
+        st.builds(
+            lambda c, r, calls: {
+                "role": "assistant",
+                "content": c,
+                **({"reasoning_content": r} if r is not None else {}),
+                **({"tool_calls": calls} if calls else {}),
+            },
+            st.one_of(st.none(), text),
+            st.one_of(st.none(), text),
+            st.lists(call, max_size=3),
+        ),
+    )
+
+
+_MESSAGE = _messages(_TEXT, _ARGUMENTS)
 _TOOLS = st.sampled_from([[], tool_schemas("full")])
 
 
@@ -144,36 +154,6 @@ def test_counting_by_words_equals_counting_the_whole_text(contents):
         expected = [whole("".join(chatml_segments(m, t))) for m, t in rows]
         assert counter.count_many(rows) == expected
         assert counter.count_many(rows[::-1]) == expected[::-1]  # now served from the word cache
-
-
-def _messages(text):
-    """Rows of every role, with `text` in every place a message carries text."""
-    call = st.builds(
-        lambda i, name, arguments: {
-            "id": f"c{i}",
-            "type": "function",
-            "function": {"name": name, "arguments": arguments},
-        },
-        st.integers(0, 3),
-        st.sampled_from(["find_product", "terminate"]),
-        st.one_of(text, st.builds(lambda q: tokens.orjson.dumps({"q": q}).decode(), text)),
-    )
-    return st.one_of(
-        st.builds(lambda c: {"role": "user", "content": c}, text),
-        st.builds(lambda c: {"role": "system", "content": c}, text),
-        st.builds(lambda c: {"role": "tool", "content": c, "tool_call_id": "c0"}, st.one_of(st.none(), text)),
-        st.builds(
-            lambda c, r, calls: {
-                "role": "assistant",
-                "content": c,
-                **({"reasoning_content": r} if r is not None else {}),
-                **({"tool_calls": calls} if calls else {}),
-            },
-            st.one_of(st.none(), text),
-            st.one_of(st.none(), text),
-            st.lists(call, max_size=2),
-        ),
-    )
 
 
 @settings(max_examples=150, deadline=None)
