@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - a dependency; without it every record 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.corpus import gates as gate_mod
+from shoparena.corpus import spill
 from shoparena.corpus.axis import classify_axis
 from shoparena.corpus.export import HashingWriter, ParquetSink, trl_messages
 from shoparena.corpus.models import (
@@ -195,30 +196,6 @@ def _reject(
     return ("reject", reason, bucket, orjson.dumps(payload, default=str), unjudged)
 
 
-_SPILL_CODEC: Any = None
-
-
-def _spill_codec() -> Any:
-    """LZ4 (Arrow's codec) for candidate rows: ~4x smaller at ~20 µs a row, so at a million rows the
-    spill stays in the page cache and ranking and export read memory, not disk."""
-    global _SPILL_CODEC
-    if _SPILL_CODEC is None:
-        import pyarrow as pa
-
-        _SPILL_CODEC = pa.Codec("lz4") if pa.Codec.is_available("lz4") else False
-    return _SPILL_CODEC
-
-
-def _spill_pack(blob: bytes) -> bytes:
-    codec = _spill_codec()
-    return codec.compress(blob, asbytes=True) if codec else blob
-
-
-def _spill_unpack(stored: bytes, size: int) -> bytes:
-    codec = _spill_codec()
-    return codec.decompress(stored, decompressed_size=size, asbytes=True) if codec else stored
-
-
 def _spool(
     stage: _Stage1, index: int, chunk: list[tuple[str, bytes]], scratch: Path
 ) -> tuple[list[tuple], dict]:
@@ -238,13 +215,13 @@ def _spool(
             small.append(("axis_b", outcome[1]))
         else:
             data, trl = outcome[8], outcome[9]
-            packed = _spill_pack(data + trl)
+            packed = spill.pack(data + trl)
             lines["cand"].append(packed)
             small.append((*outcome[:8], offset, len(data), len(trl), len(packed)))
             offset += len(packed)
     files = {}
     for name, items in lines.items():
-        path = scratch / f"{index:07d}.{name}"
+        path = spill.chunk_path(scratch, index, name)
         end = b"" if name == "cand" else b"\n"  # candidates are addressed by offset, not by line
         with path.open("wb") as handle:
             for item in items:
@@ -304,38 +281,6 @@ def _chunks(config: CorpusConfig, ranges: bool = False) -> Iterator[list[tuple[s
                 chunk = []
     if chunk:
         yield chunk
-
-
-class _CandidateFiles:
-    """Reads candidate rows back from the chunk files the workers wrote, keeping the last few open
-    (stage 4 reads them in input order, stage 2 in problem order)."""
-
-    def __init__(self, scratch: Path, keep: int = 32):
-        self.scratch = scratch
-        self.keep = keep
-        self._open: dict[int, Any] = {}
-
-    def __enter__(self) -> Callable[[int, int, int, int], bytes]:
-        return self.read
-
-    def __exit__(self, *exc: object) -> None:
-        for handle in self._open.values():
-            handle.close()
-        self._open.clear()
-
-    def read(self, chunk: int, offset: int, stored: int, size: int) -> bytes:
-        """The candidate blob (row JSON then TRL messages JSON) stored at `offset`, unpacked."""
-        return _spill_unpack(self._read(chunk, offset, stored), size)
-
-    def _read(self, chunk: int, offset: int, length: int) -> bytes:
-        handle = self._open.pop(chunk, None)
-        if handle is None:
-            handle = (self.scratch / f"{chunk:07d}.cand").open("rb")
-            if len(self._open) >= self.keep:
-                self._open.pop(next(iter(self._open))).close()
-        self._open[chunk] = handle  # most recently used last
-        handle.seek(offset)
-        return handle.read(length)
 
 
 # -- the build --------------------------------------------------------------------------------------------
@@ -448,7 +393,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
             if progress is not None:
                 progress(len(outcomes))
 
-        _spill_codec()  # loaded once here, inherited by the workers
+        spill.codec()  # loaded once here, inherited by the workers
         tasks = enumerate(_chunks(config, ranges=config.workers > 1))
         if config.workers > 1:
             context = multiprocessing.get_context("fork")
@@ -488,7 +433,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         problems: list[ProblemEntry] = []
         kept_batch: list[tuple] = []
         dropped_batch: list[tuple] = []
-        with _CandidateFiles(scratch_dir) as read_row:
+        with spill.SpillReader(scratch_dir) as read_row:
 
             def finish(group: list[tuple]) -> None:
                 cands = [
