@@ -132,7 +132,9 @@ def synthesise(path: Path, bases: list[dict], n: int, seed: int = 0) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument(
+        "--n", type=int, default=100_000, help="rows (1M full-size rows need ~110 GB of disk)"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tokenizers", default="default,regex")
     parser.add_argument("--profile", choices=("full", "compact"), default="full")
