@@ -598,17 +598,22 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         out=out,
         seconds=time.perf_counter() - started,
     )
+    _time_stages(result, started, marks)
     if config.report:
         from shoparena.corpus.report import write_report
 
-        write_report(result)
+        write_report(result)  # shows the stages before it
         marks["report"] = time.perf_counter()
+        _time_stages(result, started, marks)
+    return result
+
+
+def _time_stages(result: CorpusResult, started: float, marks: dict[str, float]) -> None:
     previous = started
     for stage, at in marks.items():
         result.stage_seconds[stage] = round(at - previous, 3)
         previous = at
-    result.seconds = time.perf_counter() - started
-    return result
+    result.seconds = previous - started
 
 
 def default_workers() -> int:
