@@ -126,7 +126,9 @@ class _Stage1:
     def _parse(self, raw: bytes, source: str) -> CorpusRow:
         """Our canonical records take the lazy path (simdjson: only messages, tools and the small
         fields become Python objects; the call log's repeated results are never built); every other
-        shape, and anything simdjson refuses, is parsed in full by orjson for `normalise_record`."""
+        shape, and anything simdjson refuses, is parsed in full by orjson for `normalise_record`. (One
+        difference: an object with a repeated key gives simdjson's reading the first value, orjson's
+        the last; the runner never writes one.)"""
         if self._lazy is not None and raw[:1] == b"{":
             try:
                 document = self._lazy.parse(raw)
