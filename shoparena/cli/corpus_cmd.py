@@ -93,8 +93,4 @@ def register(app: typer.Typer) -> None:
         )
         for reason, n in sorted(result.reasons.items(), key=lambda kv: -kv[1]):
             console.print(f"  {reason:<24} {n:,}")
-        stages = ", ".join(f"{name.replace('_', '+')} {s:.1f} s" for name, s in result.stage_seconds.items())
-        console.print(
-            f"wrote {out}/ (report.md, manifest.json) in {result.seconds:.1f} s "
-            f"({c['inputs'] / max(result.seconds, 1e-9):,.0f} rows/s; {stages})"
-        )
+        console.print(f"wrote {out}/ (report.md, manifest.json) in {result.timing()}")

@@ -42,17 +42,9 @@ def trl_message(message: dict) -> dict:
     return {**message, "tool_calls": calls}
 
 
-def trl_row(row: dict) -> dict:
-    return {
-        "messages": [trl_message(m) for m in row["messages"]],
-        "tools": row["tools"],
-        "metadata": row["metadata"],
-    }
-
-
 def trl_messages(messages: list[dict]) -> bytes:
-    """Canonical messages as the JSON of their TRL form (`trl_message` on each): the same bytes as
-    serialising `trl_row(row)["messages"]`."""
+    """Canonical messages as the JSON of their TRL form (`trl_message` on each): a TRL row is
+    `{"messages": <this>, "tools": …, "metadata": …}` (`models.join_row`)."""
     return orjson.dumps([trl_message(m) for m in messages])
 
 
@@ -146,11 +138,6 @@ class ParquetSink:
         self._lines: list[bytes] = []
         self._tools: tuple[bytes, bytes] = (b"", b"")
         self.rows = 0
-
-    def write(self, row: dict) -> None:
-        self.write_json(
-            orjson.dumps(row["messages"]), orjson.dumps(row["tools"]), orjson.dumps(row["metadata"])
-        )
 
     def write_json(self, messages: bytes, tools: bytes, metadata: bytes) -> None:
         """One row from the JSON of its parts (canonical messages, tools, metadata): Arrow's JSON

@@ -112,13 +112,25 @@ class RejectedRow(BaseModel):
     raw: Any = None
 
 
+# Rows of a corpus share a few tools lists (~5 KB of schemas each). The normaliser hands equal lists
+# out as one shared object (`shared_tools`), so their JSON is made once per list (`tools_json`), not
+# once for the token counter's key and again for every row written. A row never mutates its tools.
+_RECENT_TOOLS: list[list[dict]] = []
 _TOOLS_JSON: dict[int, tuple[list[dict], bytes]] = {}
 
 
+def shared_tools(tools: list[dict]) -> list[dict]:
+    """An equal tools list seen recently, else this one (remembered)."""
+    for known in _RECENT_TOOLS:
+        if known == tools:
+            return known
+    _RECENT_TOOLS.insert(0, tools)
+    del _RECENT_TOOLS[8:]
+    return tools
+
+
 def tools_json(tools: list[dict]) -> bytes:
-    """A tools list's JSON, remembered per list object: the normaliser hands equal tools lists out as
-    one shared object, so the ~5 KB of schemas most rows carry are serialised once, not once for the
-    token counter's key and again for every row written. Lists are never mutated once in a row."""
+    """A tools list's JSON, remembered per list object (see `shared_tools`)."""
     known = _TOOLS_JSON.get(id(tools))
     if known is not None and known[0] is tools:
         return known[1]

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from shoparena.agents.trajectory import AgentInfo, JudgeVerdict, ProblemInfo
-from shoparena.corpus.models import MALFORMED, UNKNOWN_SHAPE, CorpusRow, RowMetadata
+from shoparena.corpus.models import MALFORMED, UNKNOWN_SHAPE, CorpusRow, RowMetadata, shared_tools
 from shoparena.harness import jsontext
 from shoparena.harness.models import ParsedCall
 from shoparena.harness.protocols import QWEN3, UPSTREAM, _content_text, scan_tags
@@ -200,25 +200,10 @@ def _row(
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             raise _malformed(f"tools[{i}] is {type(tool).__name__}, not a function schema object")
-    tools = _interned(tools)
+    tools = shared_tools(tools)
     # Messages come from the normalisers above (dicts they built) and tools were just checked, so the
     # row is assembled without validating its ~60 KB of messages again.
     return CorpusRow.model_construct(messages=messages, tools=tools, metadata=metadata)
-
-
-_RECENT_TOOLS: list[list[dict]] = []
-
-
-def _interned(tools: list[dict]) -> list[dict]:
-    """An equal tools list seen recently, else this one (remembered). Rows of a corpus share a few
-    tools lists; sharing the object lets the serialiser and the token counter reuse their work for it.
-    Rows never mutate their tools."""
-    for known in _RECENT_TOOLS:
-        if known == tools:
-            return known
-    _RECENT_TOOLS.insert(0, tools)
-    del _RECENT_TOOLS[8:]
-    return tools
 
 
 _META_KEYS = ("problem_id", "bucket", "leak_cluster_id", "judge_quality", "tool_call_origin", "query")

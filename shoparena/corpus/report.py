@@ -82,9 +82,7 @@ def write_report(result: CorpusResult) -> str:
         f"Unjudged rows are never passed by the quality gate: {counts['unjudged_rejected']:,} of the "
         f"{reasons.get('judge_below_threshold', 0):,} `judge_below_threshold` rejects had no judge score.",
         "",
-        f"Built in {result.seconds:.1f} s ({counts['inputs'] / max(result.seconds, 1e-9):,.0f} rows/s; "
-        + ", ".join(f"{stage.replace('_', '+')} {s:.1f} s" for stage, s in result.stage_seconds.items())
-        + ").",
+        f"Built in {result.timing()}.",
         "",
         "## Funnel",
         "",
