@@ -209,14 +209,12 @@ class TokenCounter:
         return tokenizer
 
     def count_many(self, rows: list[tuple[list[dict], list[dict]]]) -> list[int]:
-        """Token counts of (messages, tools) pairs, batched where the tokenizer allows.
+        """Token counts of (messages, tools) pairs.
 
-        The default and regex counters split on whitespace before anything else, so a row's count is
-        the sum of its rendered messages' counts (each ends in a newline), and a new message's count the
-        sum of its space-separated words' counts; both are cached by text (bounded), so the tools
-        preamble, repeated observations and known words are tokenized once. A tokenizer.json given by
-        path is counted per rendered message; a tokenizer directory is applied to the whole
-        chat-templated row.
+        The default and regex counters split at whitespace and punctuation, so a row counts as the
+        sum of its pieces (`_SegmentRenderer.pieces`: message texts and cached templates), each counted
+        once and cached (`_count_pieces`). A tokenizer.json given by path is counted per rendered
+        message, batched; a tokenizer directory is applied to the whole chat-templated row.
         """
         if self._hf is not None:
             return [self._hf_count(messages, tools) for messages, tools in rows]
