@@ -160,6 +160,15 @@ def _content_text(content: Any) -> str | None:
     return str(content)
 
 
+def _text_and_reasoning(output: Any) -> tuple[str, str | None]:
+    """(text, reasoning_content) of a model output for the text protocols, which find thinking and
+    calls as tags in the text and fall back to a provider's separate reasoning field."""
+    message = _message_of(output)
+    if isinstance(message, dict):
+        return _content_text(message.get("content")) or "", message.get("reasoning_content")
+    return message, None
+
+
 def _message_of(output: Any) -> dict | str:
     """A chat-completion response, an SDK object or a message dict → the assistant message (or text)."""
     if hasattr(output, "model_dump"):
@@ -289,11 +298,7 @@ class UpstreamProtocol(Protocol):
     EXAMPLE = '[{"name": "find_product", "parameters": {"q": "..."}}]'
 
     def parse(self, model_output: Any) -> ParsedTurn:
-        message = _message_of(model_output)
-        reasoning = None
-        if isinstance(message, dict):
-            reasoning = message.get("reasoning_content")
-            message = _content_text(message.get("content")) or ""
+        message, reasoning = _text_and_reasoning(model_output)
         scan = scan_tags(message, ("think", "tool_call", "response"))
         thinking, errors = scan.thinking(), list(scan.errors)
         if thinking is None and reasoning:
@@ -403,11 +408,7 @@ class Qwen3Protocol(Protocol):
         self.tool_role = tool_role
 
     def parse(self, model_output: Any) -> ParsedTurn:
-        message = _message_of(model_output)
-        reasoning = None
-        if isinstance(message, dict):
-            reasoning = message.get("reasoning_content")
-            message = _content_text(message.get("content")) or ""
+        message, reasoning = _text_and_reasoning(model_output)
         scan = scan_tags(message, ("think", "tool_call"))
         thinking, errors = scan.thinking(), list(scan.errors)
         if thinking is None and reasoning:
