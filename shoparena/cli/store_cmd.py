@@ -8,7 +8,9 @@ from typing import Annotated
 
 import orjson
 import typer
+from rich.markup import escape
 from rich.table import Table
+from sqlalchemy.exc import SQLAlchemyError
 
 from shoparena.cli.common import console, err_console, fail, print_json, progress_bar
 from shoparena.store import (
@@ -19,7 +21,7 @@ from shoparena.store import (
     StoreError,
     open_store,
 )
-from shoparena.store.ingest import count_lines
+from shoparena.store.reading import TRAJECTORIES_FILE, count_lines
 
 store_app = typer.Typer(
     name="store",
@@ -48,6 +50,36 @@ def _open(store: str | None):
         raise fail(str(exc)) from None
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
+def _check_rejects_path(rejects: Path, inputs: list[Path]) -> None:
+    """Opening --rejects truncates it: it must not be one of the inputs (that would erase them)."""
+    if rejects.is_dir():
+        raise fail(f"--rejects {rejects} is a directory; give a file path")
+    for given in inputs:
+        for candidate in (given, given / TRAJECTORIES_FILE):
+            if _same_file(rejects, candidate):
+                raise fail(
+                    f"--rejects {rejects} is also an input ({candidate}); writing rejects would erase it"
+                )
+
+
+def _summary(report) -> str:
+    line = (
+        f"read {report.seen} · ingested {report.inserted} · duplicates {report.duplicates} · "
+        f"rejected {report.rejected}"
+    )
+    if report.rejected_by_reason:
+        reasons = sorted(report.rejected_by_reason.items(), key=lambda item: (-item[1], item[0]))
+        line += " (" + ", ".join(f"{kind} {count}" for kind, count in reasons) + ")"
+    return line
+
+
 @store_app.command("ingest")
 def ingest_cmd(
     inputs: Annotated[
@@ -56,14 +88,28 @@ def ingest_cmd(
     store: StoreOption = None,
     rejects: Annotated[
         Path | None,
-        typer.Option("--rejects", help="Write every rejected line here as JSONL (source, reason)."),
+        typer.Option(
+            "--rejects",
+            help="Write every reject here as JSONL (source, file, line, kind, reason).",
+        ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per transaction.")] = 2000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Store trajectory records; re-ingesting is harmless (the same record twice is one row)."""
+    """Store trajectory records; re-ingesting is harmless (the same record twice is one row).
+
+    Bad lines and unreadable inputs are rejected with their file:line and reason, and the good records
+    are stored regardless; the command then exits 1, after a summary of what was read, ingested,
+    already stored, and rejected (per reason).
+    """
+    if rejects is not None:
+        _check_rejects_path(rejects, inputs)
     opened = _open(store)
-    reject_file = rejects.open("wb") if rejects else None
+    try:
+        reject_file = rejects.open("wb") if rejects else None
+    except OSError as exc:
+        opened.close()
+        raise fail(f"--rejects {rejects}: cannot write: {exc.strerror or exc}") from None
 
     def on_reject(reject: Reject) -> None:
         if reject_file is not None:
@@ -73,6 +119,12 @@ def ingest_cmd(
         total = count_lines(inputs)
         with progress_bar("ingest", total) as advance:
             report = opened.ingest_paths(inputs, batch_size=batch_size, progress=advance, on_reject=on_reject)
+    except (StoreError, SQLAlchemyError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise fail(
+            f"store {opened.url} failed part-way: {reason}. Batches committed before it are stored; "
+            "run the same command again to finish (ingest is idempotent)"
+        ) from None
     finally:
         opened.close()
         if reject_file is not None:
@@ -82,12 +134,13 @@ def ingest_cmd(
     else:
         rate = report.seen / report.wall_s if report.wall_s > 0 else 0.0
         console.print(
-            f"inserted {report.inserted} · duplicates {report.duplicates} · rejected {report.rejected}"
-            + (f" (conflicts {report.conflicts})" if report.conflicts else "")
-            + f" · {report.seen} lines in {report.wall_s:.2f} s ({rate:,.0f}/s) → {opened.url}"
+            f"{_summary(report)} in {report.wall_s:.2f} s ({rate:,.0f}/s) → {opened.url}", soft_wrap=True
         )
         for reject in report.rejects[:SHOWN_REJECTS]:
-            err_console.print(f"[yellow]rejected[/] {reject.source}: {reject.reason}", soft_wrap=True)
+            err_console.print(
+                "[yellow]rejected[/] " + escape(f"{reject.source}: [{reject.kind}] {reject.reason}"),
+                soft_wrap=True,
+            )
         if report.rejected > SHOWN_REJECTS:
             where = f"all in {rejects}" if rejects else "use --rejects FILE to keep them all"
             err_console.print(f"… {report.rejected - SHOWN_REJECTS} more rejects ({where})")
@@ -95,6 +148,13 @@ def ingest_cmd(
         raise fail(
             f"{report.conflicts} record(s) conflict with stored records of the same id and were not stored "
             "(the store never overwrites)",
+            code=1,
+        )
+    if report.rejected:
+        kept = f"; all reasons in {rejects}" if rejects else ""
+        raise fail(
+            f"{report.rejected} rejected of {report.seen} read; {report.inserted} new record(s) stored, "
+            f"{report.duplicates} stored already{kept}",
             code=1,
         )
 

@@ -12,13 +12,15 @@ from shoparena.store.errors import (
     UnknownRecordError,
 )
 from shoparena.store.export import EXPORT_FORMATS, ExportFormat
-from shoparena.store.ingest import IngestReport, Reject
+from shoparena.store.ingest import IngestReport
 from shoparena.store.query import RecordFilter
+from shoparena.store.rejects import REASONS, Reject
 from shoparena.store.store import InvalidationInfo, StoreStats, TrajectoryStore, open_store
 
 __all__ = [
     "ALEMBIC_INI",
     "EXPORT_FORMATS",
+    "REASONS",
     "STORE_ENV",
     "ExportFormat",
     "IngestReport",

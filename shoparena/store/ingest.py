@@ -3,32 +3,42 @@
 Each batch is one transaction: look up which record ids are stored already (same content hash: a
 duplicate; a different one: a conflict, never an overwrite), then insert the rest with
 `INSERT … ON CONFLICT (record_id) DO NOTHING RETURNING record_id` (multi-row VALUES pages); an id missing
-from what it returns was stored by a concurrent ingester in between, and is classified the same way. Bad lines are rejects
-(file:line and reason), counted and skipped; the run goes on.
+from what it returns was stored by a concurrent ingester in between, and is classified the same way.
+Bad lines are rejects (file:line, reason code and reason), counted per reason and skipped; the run goes
+on. Should the database still refuse a batch (a case `records.prepare` did not foresee), the batch is
+retried record by record, so only the refused record becomes a reject.
 """
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
 
 from shoparena.agents.trajectory import TrajectoryRecord
 from shoparena.store.engine import write_transaction
 from shoparena.store.errors import RecordConflictError
-from shoparena.store.records import PreparedRecord, RecordRejected, prepare, validation_reason
+from shoparena.store.reading import TRAJECTORIES_FILE, count_lines, read_records
+from shoparena.store.records import PreparedRecord, RecordRejected, prepare
+from shoparena.store.rejects import CONFLICT, REFUSED_BY_DATABASE, Reject, Where
 from shoparena.store.schema import Evaluation
 
-TRAJECTORIES_FILE = "trajectories.jsonl"
-"""The runner's record file inside a run directory (shoparena.agents.runner writes it)."""
+__all__ = [
+    "TRAJECTORIES_FILE",
+    "IngestReport",
+    "Reject",
+    "count_lines",
+    "ingest_records",
+    "read_records",
+]
+
 DEFAULT_BATCH = 2000
 KEPT_REJECTS = 100
 """Rejects kept in the report itself; all of them go to `on_reject` (e.g. a rejects file)."""
@@ -36,27 +46,17 @@ KEPT_REJECTS = 100
 EVALUATIONS = Evaluation.__table__
 
 
-class Reject(BaseModel):
-    """One input the store did not take, and why."""
-
-    source: str
-    """`file:line` for a line of a file; the path for a whole unreadable input; `record:ID` otherwise."""
-    reason: str
-    record_id: str | None = None
-    conflict: bool = False
-    """A record id stored already with different content (an error, not just a bad line)."""
-    stored_sha256: str | None = None
-    content_sha256: str | None = None
-
-
 class IngestReport(BaseModel):
     seen: int = 0
+    """Entries read: non-empty lines, plus one per input rejected whole."""
     inserted: int = 0
     duplicates: int = 0
     rejected: int = 0
     conflicts: int = 0
+    rejected_by_reason: dict[str, int] = Field(default_factory=dict)
+    """Rejects per reason code (`shoparena.store.rejects.REASONS`)."""
     rejects: list[Reject] = Field(default_factory=list)
-    """The first `KEPT_REJECTS` rejects (conflicts first in importance: they are also counted apart)."""
+    """The first `KEPT_REJECTS` rejects (conflicts are also counted apart)."""
     wall_s: float = 0.0
 
     @property
@@ -66,6 +66,7 @@ class IngestReport(BaseModel):
     def add_reject(self, reject: Reject) -> None:
         self.rejected += 1
         self.conflicts += reject.conflict
+        self.rejected_by_reason[reject.kind] = self.rejected_by_reason.get(reject.kind, 0) + 1
         if len(self.rejects) < KEPT_REJECTS:
             self.rejects.append(reject)
 
@@ -81,63 +82,6 @@ class IngestReport(BaseModel):
                 )
 
 
-@dataclass(slots=True)
-class _Pending:
-    """A record waiting for its batch, or a reject to report in input order."""
-
-    prepared: PreparedRecord | None = None
-    reject: Reject | None = None
-
-
-# -- reading inputs ---------------------------------------------------------------------------------
-
-
-def record_files(paths: Sequence[str | os.PathLike]) -> Iterator[tuple[Path, Reject | None]]:
-    """Each input as the JSONL file to read: a run directory means its trajectories.jsonl."""
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            inner = path / TRAJECTORIES_FILE
-            if inner.is_file():
-                yield inner, None
-            else:
-                yield path, Reject(source=str(path), reason=f"a directory without {TRAJECTORIES_FILE}")
-        elif path.is_file():
-            yield path, None
-        else:
-            yield path, Reject(source=str(path), reason="no such file or directory")
-
-
-def count_lines(paths: Sequence[str | os.PathLike]) -> int:
-    """Non-empty lines over all inputs (a progress bar total; reading is far cheaper than ingesting)."""
-    total = 0
-    for path, problem in record_files(paths):
-        if problem is None:
-            with path.open("rb") as handle:
-                total += sum(1 for line in handle if line.strip())
-    return total
-
-
-def read_records(paths: Sequence[str | os.PathLike]) -> Iterator[tuple[str, TrajectoryRecord | Reject]]:
-    """(`file:line`, record or reject) for every non-empty line, streaming, in input order."""
-    for path, problem in record_files(paths):
-        if problem is not None:
-            yield problem.source, problem
-            continue
-        with path.open("rb") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{number}"
-                try:
-                    yield where, TrajectoryRecord.model_validate_json(line)
-                except ValidationError as exc:
-                    reason = validation_reason(exc)
-                    if not line.endswith(b"\n"):
-                        reason = f"last line cut short (an interrupted write?): {reason}"
-                    yield where, Reject(source=where, reason=reason)
-
-
 # -- writing batches --------------------------------------------------------------------------------
 
 
@@ -150,7 +94,7 @@ def _insert_statement(dialect: str):
     )
 
 
-def _stored_hashes(connection: Connection, record_ids: Sequence[str]) -> dict[str, str]:
+def _stored_hashes(connection: Connection, record_ids: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for start in range(0, len(record_ids), 5000):
         chunk = record_ids[start : start + 5000]
@@ -162,10 +106,10 @@ def _stored_hashes(connection: Connection, record_ids: Sequence[str]) -> dict[st
 
 
 def _conflict(item: PreparedRecord, stored_sha256: str) -> Reject:
-    error = RecordConflictError(item.record_id, stored_sha256, item.content_sha256, item.source)
-    return Reject(
-        source=item.source,
-        reason=str(error),
+    error = RecordConflictError(item.record_id, stored_sha256, item.content_sha256, item.where.source)
+    return item.where.reject(
+        CONFLICT,
+        str(error),
         record_id=item.record_id,
         conflict=True,
         stored_sha256=stored_sha256,
@@ -173,16 +117,26 @@ def _conflict(item: PreparedRecord, stored_sha256: str) -> Reject:
     )
 
 
-def _write_batch(engine: Engine, batch: list[PreparedRecord], report: IngestReport, emit) -> None:
+@dataclass(slots=True)
+class _Outcome:
+    """What one committed batch did; applied to the report only once its transaction committed."""
+
+    inserted: int = 0
+    duplicates: int = 0
+    rejects: list[Reject] = field(default_factory=list)
+
+
+def _store_batch(engine: Engine, batch: list[PreparedRecord]) -> _Outcome:
+    outcome = _Outcome()
     unique: dict[str, PreparedRecord] = {}
     for item in batch:
         earlier = unique.get(item.record_id)
         if earlier is None:
             unique[item.record_id] = item
         elif earlier.content_sha256 == item.content_sha256:
-            report.duplicates += 1
+            outcome.duplicates += 1
         else:
-            emit(_conflict(item, earlier.content_sha256))
+            outcome.rejects.append(_conflict(item, earlier.content_sha256))
     with write_transaction(engine) as connection:
         stored = _stored_hashes(connection, list(unique))
         fresh = []
@@ -191,25 +145,56 @@ def _write_batch(engine: Engine, batch: list[PreparedRecord], report: IngestRepo
             if known is None:
                 fresh.append(item)
             elif known == item.content_sha256:
-                report.duplicates += 1
+                outcome.duplicates += 1
             else:
-                emit(_conflict(item, known))
+                outcome.rejects.append(_conflict(item, known))
         if not fresh:
-            return
+            return outcome
         statement = _insert_statement(engine.dialect.name)
         inserted = set(connection.execute(statement, [item.row for item in fresh]).scalars())
-        report.inserted += len(inserted)
+        outcome.inserted += len(inserted)
         raced = [item for item in fresh if item.record_id not in inserted]
         if not raced:
-            return
+            return outcome
         # A concurrent ingester stored these ids between our lookup and our insert: the same content
         # is a duplicate, a different one a conflict (ON CONFLICT kept theirs, never ours).
         winners = _stored_hashes(connection, [item.record_id for item in raced])
         for item in raced:
             if winners.get(item.record_id) == item.content_sha256:
-                report.duplicates += 1
+                outcome.duplicates += 1
             else:
-                emit(_conflict(item, winners.get(item.record_id, "?" * 64)))
+                outcome.rejects.append(_conflict(item, winners.get(item.record_id, "?" * 64)))
+    return outcome
+
+
+def _refusal(exc: StatementError) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _write_batch(engine: Engine, batch: list[PreparedRecord], report: IngestReport, emit) -> None:
+    """Store a batch; a batch the database refuses is retried record by record (see the docstring).
+
+    Lost connections, locks and full disks (OperationalError, InterfaceError) are not a record's fault:
+    they raise, and batches committed before them stay stored.
+    """
+    try:
+        outcome = _store_batch(engine, batch)
+    except (OperationalError, InterfaceError):
+        raise
+    except StatementError as exc:
+        if len(batch) > 1:
+            for item in batch:
+                _write_batch(engine, [item], report, emit)
+            return
+        item = batch[0]
+        reason = f"the database refused record {item.record_id}: {_refusal(exc)}"
+        emit(item.where.reject(REFUSED_BY_DATABASE, reason, record_id=item.record_id))
+        return
+    report.inserted += outcome.inserted
+    report.duplicates += outcome.duplicates
+    for reject in outcome.rejects:
+        emit(reject)
 
 
 class _BatchWriter:
@@ -262,13 +247,13 @@ class _BatchWriter:
 
 def ingest_records(
     engine: Engine,
-    records: Iterable[TrajectoryRecord | tuple[str, TrajectoryRecord | Reject]],
+    records: Iterable[TrajectoryRecord | tuple[str | Where, TrajectoryRecord | Reject]],
     *,
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int], None] | None = None,
     on_reject: Callable[[Reject], None] | None = None,
 ) -> IngestReport:
-    """Store every record (or `(source, record | reject)` pair, as `read_records` yields them).
+    """Store every record (or `(where, record | reject)` pair, as `read_records` yields them).
 
     Returns the counts; rejects and conflicts are reported, never raised, so one bad line never stops a
     batch job (call `report.raise_for_conflicts()` where a conflict must stop the caller). Database
@@ -294,16 +279,18 @@ def ingest_records(
             report.seen += 1
             covered += 1
             if isinstance(entry, TrajectoryRecord):
-                source, item = f"record:{entry.record_id}", entry
+                where, item = Where(f"record:{entry.record_id}"), entry
             else:
-                source, item = entry
+                where, item = entry
+                if isinstance(where, str):
+                    where = Where(where)
             if isinstance(item, Reject):
                 emit(item)
             else:
                 try:
-                    batch.append(prepare(item, source, started, dialect))
+                    batch.append(prepare(item, where, started, dialect))
                 except RecordRejected as exc:
-                    emit(Reject(source=source, reason=str(exc), record_id=item.record_id))
+                    emit(where.reject(exc.kind, str(exc), record_id=item.record_id))
             if len(batch) >= batch_size:
                 writer.put(batch, covered)
                 batch, covered = [], 0

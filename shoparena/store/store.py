@@ -27,15 +27,11 @@ from shoparena.store.export import (
     stored_text_column,
     verified_record_bytes,
 )
-from shoparena.store.ingest import (
-    DEFAULT_BATCH,
-    IngestReport,
-    Reject,
-    ingest_records,
-    read_records,
-)
+from shoparena.store.ingest import DEFAULT_BATCH, IngestReport, ingest_records
 from shoparena.store.query import EVALUATIONS, INVALIDATIONS, RecordFilter, count, invalidated_clause
+from shoparena.store.reading import read_records
 from shoparena.store.records import MAX_LENGTHS
+from shoparena.store.rejects import Reject
 from shoparena.store.schema import UTCDateTime
 
 

@@ -98,7 +98,7 @@ def test_run_directories_and_files_with_bad_lines(store, records, tmp_path):
         str(tmp_path / "empty_dir"),
         str(tmp_path / "nope.jsonl"),
     }
-    assert "not a trajectory record" in by_source[f"{mixed}:2"]
+    assert by_source[f"{mixed}:2"].startswith("not JSON: ")
     assert "agent.agent_id: Field required" in by_source[f"{mixed}:4"]
     assert "agent.agent_name" in by_source[f"{mixed}:4"]
     assert by_source[f"{mixed}:8"].startswith("last line cut short")
@@ -125,15 +125,17 @@ def test_values_the_database_cannot_hold_are_rejected_alike_on_both(store, recor
         store.add(too_long)
 
 
-def test_nul_characters_are_stored_on_sqlite_and_rejected_on_postgresql(store, records):
-    messages = [*records[0].messages, {"role": "assistant", "content": "odd\x00byte"}]
+def test_nul_characters_in_text_are_stored_exactly_on_both(store, records, tmp_path):
+    """A NUL in model output or a tool result is kept on both dialects and exported byte for byte."""
+    messages = [*records[0].messages, {"role": "assistant", "content": "odd\x00byte", "k\x00ey": ["\x00"]}]
     odd = records[0].model_copy(update={"messages": messages})
     report = store.ingest([odd])
-    if store.dialect == "postgresql":
-        assert report.rejected == 1 and "NUL character" in report.rejects[0].reason
-    else:
-        assert report.inserted == 1
-        assert store.get(odd.record_id) == odd
+    assert (report.inserted, report.rejected) == (1, 0), report.rejects
+    assert store.get(odd.record_id) == odd
+    out = tmp_path / "out.jsonl"
+    store.export(out)
+    assert out.read_bytes() == canonical_bytes(odd) + b"\n"
+    assert store.ingest([odd]).duplicates == 1
 
 
 def test_records_round_trip_through_the_model(store, records):

@@ -30,9 +30,9 @@ def test_ingest_export_invalidate_stats(store_url, records, tmp_path):
     result = invoke(
         "store", "ingest", run_dir, extra, "--store", store_url, "--rejects", tmp_path / "rej.jsonl"
     )
-    assert result.exit_code == 0, result.output
-    assert "inserted 24 · duplicates 0 · rejected 1" in result.output
-    assert f"{extra}:13" in result.output
+    assert result.exit_code == 1, result.output  # a rejected line fails the command, after storing the rest
+    assert "read 25 · ingested 24 · duplicates 0 · rejected 1 (not_json 1)" in result.output
+    assert f"{extra}:13: [not_json]" in result.output
     rejects = [orjson.loads(line) for line in (tmp_path / "rej.jsonl").read_bytes().splitlines()]
     assert [r["source"] for r in rejects] == [f"{extra}:13"]
 
@@ -108,7 +108,7 @@ def test_default_store_is_shoparena_db_or_the_environment(records, tmp_path, mon
     assert (tmp_path / "shoparena.db").is_file()
     elsewhere = tmp_path / "env.db"
     result = invoke("store", "ingest", path, env={"SHOPARENA_STORE": str(elsewhere)})
-    assert "inserted 2" in result.output and elsewhere.is_file()
+    assert "ingested 2" in result.output and elsewhere.is_file()
 
 
 def test_bad_arguments_are_clear(tmp_path):
