@@ -119,7 +119,8 @@ def validate(
     """Check problem files record by record; exits non-zero if any record or file is bad.
 
     Every error names its place (`file:line` for JSONL, `file:[index]` for JSON lists), the field
-    and the reason. A frozen suite whose content no longer matches its hash is an error.
+    and the reason. A frozen suite whose content no longer matches its hash is an error, and so is a
+    problem_id that several records share (`eval` refuses such a file), listed with each place.
 
     Examples:
       shoparena problems validate tasks.jsonl
@@ -141,13 +142,24 @@ def validate(
                 f"[red]… {len(result.rejects) - max_errors} more error(s) in {escape(str(path))}[/]",
                 soft_wrap=True,
             )
+        duplicates = result.duplicate_ids()
+        for duplicate in duplicates[:max_errors]:
+            err_console.print(f"[red]{escape(str(path))}: {escape(str(duplicate))}[/]", soft_wrap=True)
+        if len(duplicates) > max_errors:
+            err_console.print(
+                f"[red]… {len(duplicates) - max_errors} more duplicate id(s) in {escape(str(path))}[/]",
+                soft_wrap=True,
+            )
         buckets = ", ".join(f"{b} {c}" for b, c in sorted(result.bucket_counts().items()))
-        status = "[green]ok[/]" if result.ok else f"[red]{len(result.rejects)} error(s)[/]"
+        problems = [f"{len(result.rejects)} error(s)"] if result.rejects else []
+        if duplicates:
+            problems.append(f"{len(duplicates)} duplicate problem_id(s)")
+        status = f"[red]{', '.join(problems)}[/]" if problems else "[green]ok[/]"
         console.print(
             f"{escape(str(path))}: {status}: {len(result.problems)} valid problem(s) ({result.format}; {buckets})",
             soft_wrap=True,
         )
-        failed = failed or not result.ok
+        failed = failed or bool(problems)
     if failed:
         raise typer.Exit(1)
 
@@ -181,12 +193,25 @@ def stats(
         raise fail(str(exc)) from None
     summary = problem_stats(result.problems)
     if as_json:
-        print_json({**summary.model_dump(), "rejected": len(result.rejects), "format": result.format})
+        print_json(
+            {
+                **summary.model_dump(),
+                "rejected": len(result.rejects),
+                "duplicate_ids": len(result.duplicate_ids()),
+                "format": result.format,
+            }
+        )
         return
     console.print(f"[bold]{escape(str(file))}[/] ({result.format}): {summary.n_problems:,} problems")
     if result.rejects:
         err_console.print(
             f"[yellow]{len(result.rejects)} invalid record(s) left out (run `problems validate`)[/]"
+        )
+    duplicates = result.duplicate_ids()
+    if duplicates:
+        err_console.print(
+            f"[yellow]{len(duplicates)} problem_id(s) shared by several records; `eval` refuses this file "
+            "(run `problems validate`)[/]"
         )
     console.print(_table("buckets", summary.buckets, summary.n_problems))
     console.print(_table("difficulty", summary.difficulty, summary.n_problems))

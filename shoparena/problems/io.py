@@ -28,11 +28,27 @@ from shoparena.problems.suite import SuiteHeader, is_suite_document, verify_suit
 ProblemFormat = Literal["shoppingbench", "arena", "suite"]
 WRITABLE_FORMATS: tuple[str, ...] = ("shoppingbench", "arena")
 ARENA_KEYS = ("category", "difficulty", "title", "reward_title_embeddings")
+UTF8_BOM = b"\xef\xbb\xbf"
 BUCKET_TO_CATEGORY = {"product": "Product", "shop": "Shop", "voucher": "Voucher", "web": "Knowledge"}
 
 
 class ProblemFileError(ValueError):
     """The file as a whole cannot be read (missing, empty, not one of the formats)."""
+
+
+@dataclass(frozen=True)
+class DuplicateId:
+    """A `problem_id` that several records of one file share, with where each of them is."""
+
+    problem_id: str
+    locations: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (
+            f"problem_id {self.problem_id!r} is shared by {len(self.locations)} records: "
+            f"{', '.join(self.locations)} (a run keys episodes by problem_id, so `eval` refuses this file; "
+            "a record without problem_id gets one from its query and reward, so identical tasks collide too)"
+        )
 
 
 @dataclass
@@ -44,10 +60,19 @@ class LoadResult:
     problems: list[Problem] = field(default_factory=list)
     rejects: list[RecordError] = field(default_factory=list)
     suite: SuiteHeader | None = None
+    locations: list[str] = field(default_factory=list)
+    """Where each of `problems` is (`file:line` or `file:[index]`), in the same order."""
 
     @property
     def ok(self) -> bool:
         return not self.rejects
+
+    def duplicate_ids(self) -> list[DuplicateId]:
+        """Ids held by more than one valid record, in order of first appearance."""
+        places: dict[str, list[str]] = {}
+        for problem, location in zip(self.problems, self.locations, strict=True):
+            places.setdefault(problem.problem_id or "", []).append(location)
+        return [DuplicateId(pid, tuple(where)) for pid, where in places.items() if len(where) > 1]
 
     def bucket_counts(self) -> dict[str, int]:
         return dict(Counter(p.bucket for p in self.problems))
@@ -77,10 +102,15 @@ def _accept(result: LoadResult, record: object, location: str, strict: bool) -> 
         result.rejects.extend(errors)
     else:
         result.problems.append(problem)
+        result.locations.append(location)
 
 
 def parse_problems(data: bytes, source: str = "<memory>", strict: bool = False) -> LoadResult:
-    """Parse a problem file's bytes; `source` names it in error locations."""
+    """Parse a problem file's bytes; `source` names it in error locations.
+
+    A UTF-8 byte-order mark (what some editors save) is not part of the first record.
+    """
+    data = data.removeprefix(UTF8_BOM)
     fmt = detect_format(data)
     result = LoadResult(source=source, format=fmt)
     if fmt == "shoppingbench":
@@ -91,7 +121,8 @@ def parse_problems(data: bytes, source: str = "<memory>", strict: bool = False) 
             try:
                 record = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
-                error = RecordError(location=location, field="(line)", reason=f"invalid JSON: {exc}")
+                reason = "not UTF-8 text (binary data?)" if "UTF-8" in str(exc) else f"invalid JSON: {exc}"
+                error = RecordError(location=location, field="(line)", reason=reason)
                 if strict:
                     raise ProblemRecordError(error) from None
                 result.rejects.append(error)
@@ -107,6 +138,8 @@ def parse_problems(data: bytes, source: str = "<memory>", strict: bool = False) 
         records, prefix = document["problems"], "problems"
     else:
         records, prefix = document, ""
+    if not records:
+        raise ProblemFileError(f"{source}: holds no problems (an empty list)")
     for index, record in enumerate(records):
         _accept(result, record, f"{source}:{prefix}[{index}]", strict)
     return result

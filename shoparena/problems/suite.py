@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.problems.canonical import content_hash
 from shoparena.problems.models import Problem
@@ -81,8 +81,12 @@ def verify_suite_document(data: dict, source: str) -> SuiteHeader:
     header_fields = {k: v for k, v in data.items() if k != "problems"}
     try:
         header = SuiteHeader.model_validate(header_fields)
-    except Exception as exc:
-        raise SuiteError(f"{source}: not a valid suite header: {exc}") from None
+    except ValidationError as exc:
+        reasons = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or '(header)'}: {error['msg']}"
+            for error in exc.errors(include_url=False)
+        )
+        raise SuiteError(f"{source}: not a valid suite header: {reasons}") from None
     records = data["problems"]
     if not isinstance(records, list):
         raise SuiteError(f"{source}: {header.label}: 'problems' must be a list")

@@ -104,3 +104,79 @@ def test_help_has_examples():
     for command in ("generate", "validate", "stats"):
         result = runner.invoke(app, ["problems", command, "--help"])
         assert result.exit_code == 0 and "Examples" in result.stdout
+
+
+def _task(query: str, product_id: str, **extra) -> dict:
+    return {"query": query, "reward": {"product_id": product_id, "title": ["Socks"]}, **extra}
+
+
+def test_validate_reports_duplicate_problem_ids_with_each_place(tmp_path):
+    """`eval` refuses a file whose records share a problem_id, so `validate` must fail it, naming every place."""
+    jsonl = tmp_path / "dups.jsonl"
+    rows = [
+        _task("Show me socks.", "1", problem_id="p-1"),
+        _task("Find a red scarf.", "2"),  # no id: one is derived from the query and reward
+        _task("Show me other socks.", "3", problem_id="p-1"),
+        _task("Unique task.", "4", problem_id="p-4"),
+        _task("Find a red scarf.", "2"),  # the same content: the same derived id as line 2
+        _task("Yet more socks.", "5", problem_id="p-1"),
+    ]
+    jsonl.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    result = runner.invoke(app, ["problems", "validate", str(jsonl)])
+    assert result.exit_code == 1
+    assert f"problem_id 'p-1' is shared by 3 records: {jsonl}:1, {jsonl}:3, {jsonl}:6" in result.output
+    assert f"is shared by 2 records: {jsonl}:2, {jsonl}:5" in result.output
+    assert "2 duplicate problem_id(s): 6 valid problem(s)" in result.output
+
+    arena = tmp_path / "dups.json"
+    arena.write_bytes(orjson.dumps([rows[0], rows[3], rows[2]]))
+    result = runner.invoke(app, ["problems", "validate", str(arena)])
+    assert result.exit_code == 1
+    assert f"problem_id 'p-1' is shared by 2 records: {arena}:[0], {arena}:[2]" in result.output
+
+    stats = runner.invoke(app, ["problems", "stats", str(jsonl), "--json"])
+    assert stats.exit_code == 0 and orjson.loads(stats.stdout)["duplicate_ids"] == 2
+
+    unique = tmp_path / "unique.jsonl"
+    unique.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows[:2] + rows[3:4]))
+    assert runner.invoke(app, ["problems", "validate", str(unique)]).exit_code == 0
+
+
+def test_validate_hostile_files_are_clear_errors(tmp_path):
+    files = {
+        "empty.jsonl": b"",
+        "empty_list.json": b"[]",
+        "binary.jsonl": b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x01\n",
+        "bad_suite.json": b'{"problems": [], "content_hash": "x"}',
+        "scalars.json": b'[1, "two", null]',
+        "wrong_types.jsonl": b'{"query": 5, "reward": {"product_id": "1", "title": ["x"]}, "problem_id": {"a": 1}}\n',
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "a_directory").mkdir()
+    expected = {
+        "empty.jsonl": "empty.jsonl: empty file",
+        "empty_list.json": "holds no problems (an empty list)",
+        "binary.jsonl": "binary.jsonl:1: (line): not UTF-8 text (binary data?)",
+        "bad_suite.json": "not a valid suite header: name: Field required",
+        "scalars.json": "scalars.json:[1]: (record): expected a JSON object, got str",
+        "wrong_types.jsonl": "wrong_types.jsonl:1: query: Input should be a valid string",
+        "a_directory": "a_directory: cannot read: Is a directory",
+        "missing.jsonl": "missing.jsonl: cannot read: No such file or directory",
+    }
+    for name, message in expected.items():
+        result = runner.invoke(app, ["problems", "validate", str(tmp_path / name)])
+        assert result.exit_code == 1, (name, result.output)
+        assert message in result.output, (name, result.output)
+        assert "Traceback" not in result.output
+    assert (
+        "problem_id: Input should be a valid string"
+        in runner.invoke(app, ["problems", "validate", str(tmp_path / "wrong_types.jsonl")]).output
+    )
+
+
+def test_a_byte_order_mark_does_not_cost_line_one(tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + orjson.dumps(_task("Show me socks.", "1")) + b"\n")
+    result = runner.invoke(app, ["problems", "validate", str(path)])
+    assert result.exit_code == 0 and "ok: 1 valid problem(s)" in result.output
