@@ -7,6 +7,7 @@ from typing import Annotated
 
 import orjson
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from shoparena.cli.common import console, err_console, fail, progress_bar
@@ -41,13 +42,21 @@ def _cell(metric: MetricValue, with_ci: bool) -> str:
 
 
 def render(result: SuiteScore) -> Table:
-    """Metrics as rows, buckets as columns (fits 80 columns); each cell: value over its interval."""
+    """Metrics as rows, buckets as columns (fits 80 columns); each cell: value over its interval.
+
+    When unanswered problems are left out of the denominator, the table itself says so (its caption,
+    and the ASR row's label): a note printed apart scrolls away, while the table gets pasted into reports.
+    """
     metrics = result.metrics
+    warning = result.denominator_warning()
     table = Table(
         title=(
             f"{result.mode} mode · {result.similarity} · title ≥ {result.title_threshold} · "
             f"{int(metrics.confidence * 100)}% bootstrap CI"
-        )
+        ),
+        caption=f"[bold red]⚠ {escape(warning)}[/]" if warning else None,
+        caption_justify="left",
+        min_width=len(warning) // 2 + 4 if warning else None,
     )
     groups = [*metrics.buckets.items(), ("overall", metrics.overall)]
     table.add_column("metric", no_wrap=True)
@@ -57,8 +66,16 @@ def render(result: SuiteScore) -> Table:
     for key, label in SHOWN:
         if metrics.overall.metrics[key].value is None:
             continue
+        if key == "asr" and warning:
+            label = "[bold red]ASR (answered only)[/]"
         table.add_row(label, *(_cell(group.metrics[key], True) for _, group in groups))
     return table
+
+
+def _print_rejects(rejects) -> None:
+    for reject in sorted(rejects, key=lambda r: (r.source, r.line or 0)):
+        where = f"{reject.source}:{reject.line}" if reject.line else reject.source
+        err_console.print(f"[yellow]skipped[/] {escape(where)}: {escape(reject.reason)}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -93,6 +110,16 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option(help="Title-embedding cache file (default ~/.cache/shoparena/...; 'none' = off)."),
         ] = None,
+        strict_denominator: Annotated[
+            bool,
+            typer.Option(
+                "--strict-denominator",
+                help=(
+                    "Count problems without an answer as failures (strict mode always does; upstream mode "
+                    "otherwise leaves them out, as ShoppingBench does, and the table warns)."
+                ),
+            ),
+        ] = False,
     ) -> None:
         """Score recommendations: ASR, CAR, per-axis and per-bucket, with confidence intervals.
 
@@ -118,6 +145,15 @@ def register(app: typer.Typer) -> None:
         title_similarity = make_similarity(similarity, cache_path if similarity == "minilm" else None)
         good, bad = read_answers(answers)
         episodes, unmatched = match_answers(suite, good, source=str(answers))
+        if not episodes:
+            backend.close()
+            _print_rejects([*bad, *unmatched])
+            skipped = len(bad) + len(unmatched)
+            raise fail(
+                f"--answers {answers}: no usable answer to score"
+                + (f" ({skipped} line(s) skipped, see above)" if skipped else " (the file holds no answers)"),
+                code=1,
+            )
         try:
             with progress_bar("scoring", len(episodes)) as advance:
                 result = score_episodes(
@@ -131,14 +167,13 @@ def register(app: typer.Typer) -> None:
                     n_bootstrap=bootstrap,
                     seed=seed,
                     progress=advance,
+                    strict_denominator=True if strict_denominator else None,
                 )
         except ValueError as exc:
             raise fail(str(exc)) from exc
         finally:
             backend.close()
-        for reject in sorted(result.rejects, key=lambda r: (r.source, r.line or 0)):
-            where = f"{reject.source}:{reject.line}" if reject.line else reject.source
-            err_console.print(f"[yellow]skipped[/] {where}: {reject.reason}", soft_wrap=True)
+        _print_rejects(result.rejects)
         for note in result.notes:
             err_console.print(f"[dim]note:[/] {note}", soft_wrap=True)
         console.print(render(result))
@@ -154,6 +189,9 @@ def register(app: typer.Typer) -> None:
                     f"over {item.n_problems} problems ({item.excluded} with < {item.k} samples left out)"
                 )
         if json_out is not None:
-            json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_bytes(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2))
+            try:
+                json_out.parent.mkdir(parents=True, exist_ok=True)
+                json_out.write_bytes(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2))
+            except OSError as exc:
+                raise fail(f"--json {json_out}: cannot write: {exc.strerror or exc}") from None
             console.print(f"wrote {json_out}")

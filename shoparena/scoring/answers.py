@@ -15,19 +15,24 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from shoparena.problems.models import Problem
 from shoparena.scoring.rules import parse_product_ids
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
 
 class Answer(BaseModel):
-    """One episode's final recommendation plus what the harness knows about how it ended."""
+    """One episode's final recommendation plus what the harness knows about how it ended.
+
+    Numbers and flags are strict: `"index": true` or `"sample": "1"` is a rejected line, not problem 1.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
     problem_id: str | None = None
-    index: int | None = Field(default=None, ge=0)
+    index: int | None = Field(default=None, ge=0, strict=True)
     product_ids: list[str] = Field(default_factory=list)
-    sample: int = Field(default=0, ge=0)
-    steps: int | None = Field(default=None, ge=0)
-    terminated: bool | None = None
-    format_ok: bool | None = None
+    sample: int = Field(default=0, ge=0, strict=True)
+    steps: int | None = Field(default=None, ge=0, strict=True)
+    terminated: bool | None = Field(default=None, strict=True)
+    format_ok: bool | None = Field(default=None, strict=True)
 
     @field_validator("product_ids", mode="before")
     @classmethod
@@ -76,15 +81,20 @@ def read_answers(path: str | Path) -> tuple[list[tuple[int, Answer]], list[Answe
     rejects: list[AnswerReject] = []
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(UTF8_BOM)  # what some editors save: not part of line 1
             if not raw.strip():
                 continue
             try:
                 data = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                rejects.append(AnswerReject(source=str(path), line=number, reason=f"not JSON: {exc}"))
+                reason = "not UTF-8 text (binary data?)" if "UTF-8" in str(exc) else f"not JSON: {exc}"
+                rejects.append(AnswerReject(source=str(path), line=number, reason=reason))
                 continue
             if not isinstance(data, dict):
-                rejects.append(AnswerReject(source=str(path), line=number, reason="not a JSON object"))
+                shape = "a JSON array" if isinstance(data, list) else f"a JSON {type(data).__name__}"
+                reason = f"not a JSON object: {shape} (the answers file holds one object per line)"
+                rejects.append(AnswerReject(source=str(path), line=number, reason=reason))
                 continue
             try:
                 good.append((number, Answer.model_validate(data)))
@@ -98,8 +108,14 @@ def match_answers(
 ) -> tuple[list[Episode], list[AnswerReject]]:
     """Pair answers with problems; unknown ids, out-of-range indexes and repeated samples are rejected."""
     by_id: dict[str, int] = {}
+    # ids several problems carry (`problems validate` fails such files): an answer by id alone is ambiguous
+    shared: dict[str, list[int]] = {}
     for position, problem in enumerate(problems):
-        by_id.setdefault(problem.problem_id or "", position)
+        pid = problem.problem_id or ""
+        if pid in by_id:
+            shared.setdefault(pid, [by_id[pid]]).append(position)
+        else:
+            by_id[pid] = position
     episodes: list[Episode] = []
     rejects: list[AnswerReject] = []
     seen: set[tuple[int, int]] = set()
@@ -110,7 +126,17 @@ def match_answers(
                 reason = f"problem_id {answer.problem_id!r} is not in the problems file"
                 rejects.append(AnswerReject(source=source, line=line, reason=reason))
                 continue
-            if answer.index is not None and answer.index != index:
+            if answer.problem_id in shared and answer.index in shared[answer.problem_id]:
+                index = answer.index
+            elif answer.problem_id in shared:
+                positions = ", ".join(str(p) for p in shared[answer.problem_id])
+                reason = (
+                    f"problem_id {answer.problem_id!r} names several problems (indexes {positions}) in the "
+                    "problems file; give the answer's 'index' too"
+                )
+                rejects.append(AnswerReject(source=source, line=line, reason=reason))
+                continue
+            elif answer.index is not None and answer.index != index:
                 reason = f"problem_id {answer.problem_id!r} is at index {index}, not {answer.index}"
                 rejects.append(AnswerReject(source=source, line=line, reason=reason))
                 continue

@@ -38,12 +38,33 @@ class SuiteScore(BaseModel):
     n_problems: int
     n_answers: int
     unanswered: list[int] = Field(default_factory=list)
-    """Indexes of problems without an answer: failures in strict mode, left out in upstream mode."""
+    """Indexes of problems without an answer: failures under the strict denominator, else left out."""
+    strict_denominator: bool = False
+    """Unanswered problems count as failures (always in strict mode; `--strict-denominator` upstream)."""
     rejects: list[AnswerReject] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     scores: list[ProblemScore]
     metrics: SuiteMetrics
     pass_at_k: list[PassAtK] = Field(default_factory=list)
+
+    @property
+    def left_out(self) -> int:
+        """Problems without an answer that the metrics leave out (0 under the strict denominator)."""
+        return 0 if self.strict_denominator else len(self.unanswered)
+
+    def denominator_warning(self) -> str | None:
+        """The loud line every rendering of these metrics must carry when problems were left out.
+
+        Upstream's ASR divides by the answered problems only, so an agent that answers 1 of 6 problems
+        correctly scores 1.000: comparable with ShoppingBench's numbers, and misleading without this.
+        """
+        if not self.left_out:
+            return None
+        answered = self.n_problems - len(self.unanswered)
+        return (
+            f"ASR over {answered} answered of {self.n_problems} problems; {self.left_out} unanswered left "
+            "out — use --strict-denominator to count them as failures"
+        )
 
     def to_json(self) -> dict:
         """The `score --json` document: per-problem rows and the aggregate."""
@@ -58,6 +79,9 @@ class SuiteScore(BaseModel):
                 "n_answers": self.n_answers,
                 "n_scored": len(self.scores),
                 "unanswered": self.unanswered,
+                "strict_denominator": self.strict_denominator,
+                "left_out": self.left_out,
+                "warning": self.denominator_warning(),
                 "rejects": [r.model_dump() for r in self.rejects],
                 "notes": self.notes,
                 "metrics": self.metrics.model_dump(),
@@ -78,8 +102,12 @@ def score_episodes(
     n_bootstrap: int = 1000,
     seed: int = 0,
     progress=None,
+    strict_denominator: bool | None = None,
 ) -> SuiteScore:
-    """Score matched episodes. Strict mode adds a failure for every problem nobody answered."""
+    """Score matched episodes. Under the strict denominator (strict mode's, or asked for with
+    `strict_denominator=True` in upstream mode) every problem nobody answered adds a failure; otherwise
+    it is left out of the metrics, and `SuiteScore.denominator_warning()` says so."""
+    strict_denominator = mode == "strict" if strict_denominator is None else strict_denominator
     notes = adopt_suite_embeddings(problems, similarity)
     scorer = RuleScorer(lookup, similarity, mode, title_threshold)
     scores: list[ProblemScore] = []
@@ -104,11 +132,11 @@ def score_episodes(
             progress(len(chunk))
     answered = {e.index for e in episodes}
     unanswered = [i for i in range(len(problems)) if i not in answered]
-    if mode == "strict":
+    if strict_denominator:
         scores.extend(unanswered_score(problems[i], mode, index=i) for i in unanswered)
         scores.sort(key=lambda s: (s.index if s.index is not None else -1, s.sample))
     if unanswered:
-        where = "counted as failures" if mode == "strict" else "left out of the metrics (upstream mode)"
+        where = "counted as failures" if strict_denominator else "left out of the metrics (upstream mode)"
         notes.append(f"{len(unanswered)} problem(s) have no answer: {where}")
     metrics = aggregate(scores, n_bootstrap=n_bootstrap, seed=seed)
     passes = [suite_pass_at_k(scores, k, n_bootstrap=n_bootstrap, seed=seed) for k in pass_k]
@@ -119,6 +147,7 @@ def score_episodes(
         n_problems=len(problems),
         n_answers=len(episodes),
         unanswered=unanswered,
+        strict_denominator=strict_denominator,
         rejects=list(rejects),
         notes=notes,
         scores=scores,

@@ -177,3 +177,99 @@ def test_pass_at_k_through_score_answers(small_catalog, scenario):
     one, two = result.pass_at_k
     assert one.value.value == pytest.approx(0.5)
     assert two.value.value == pytest.approx(1 - 1 / 6)  # 1 − C(2,2)/C(4,2)
+
+
+def _score(scenario, answers_path, *extra):
+    catalog_dir, problems_path, _answers, _problems, _root = scenario
+    args = ["score", "--catalog", str(catalog_dir), "--problems", str(problems_path)]
+    args += ["--answers", str(answers_path), "--similarity", "lexical", "--bootstrap", "50", *extra]
+    return runner.invoke(app, args)
+
+
+def test_upstream_denominator_is_flagged_in_the_table_and_strict_denominator_counts_failures(
+    scenario, tmp_path
+):
+    """1 of 7 answered, correctly: upstream's ASR is 1.000 over the answered one, and the table must say so."""
+    _catalog_dir, _p, _a, problems, _root = scenario
+    answers = tmp_path / "one.jsonl"
+    answers.write_bytes(
+        orjson.dumps({"index": 0, "product_ids": [problems[0].rewards[0].product_id]}) + b"\n"
+    )
+
+    out = tmp_path / "upstream.json"
+    result = _score(scenario, answers, "--json", out)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.stdout.split())
+    warning = "ASR over 1 answered of 7 problems; 6 unanswered left out — use --strict-denominator"
+    assert f"⚠ {warning}" in flat  # in the table's own caption, on stdout with the numbers
+    assert "ASR (answered only)" in flat
+    aggregate = orjson.loads(out.read_bytes())["aggregate"]
+    assert aggregate["warning"].startswith(warning)
+    assert (aggregate["left_out"], aggregate["strict_denominator"]) == (6, False)
+    assert aggregate["metrics"]["overall"]["metrics"]["asr"]["value"] == 1.0
+
+    out = tmp_path / "strict-denominator.json"
+    result = _score(scenario, answers, "--strict-denominator", "--json", out)
+    assert result.exit_code == 0, result.output
+    assert "⚠" not in result.stdout and "answered only" not in result.stdout
+    aggregate = orjson.loads(out.read_bytes())["aggregate"]
+    assert (aggregate["mode"], aggregate["left_out"], aggregate["warning"]) == ("upstream", 0, None)
+    overall = aggregate["metrics"]["overall"]
+    assert overall["n"] == 7 and overall["metrics"]["asr"]["value"] == pytest.approx(1 / 7)
+    assert "6 problem(s) have no answer: counted as failures" in result.stderr
+
+    strict = _score(scenario, answers, "--mode", "strict")
+    assert strict.exit_code == 0 and "⚠" not in strict.stdout  # strict mode's denominator is the suite
+
+
+def test_answers_files_with_nothing_usable_fail(scenario, tmp_path):
+    cases = {
+        "empty.jsonl": (b"", "the file holds no answers"),
+        "binary.jsonl": (b"\x89PNG\r\n\x1a\n\xff\xfe\x00\n", "binary.jsonl:1: not UTF-8 text"),
+        "array.json": (b'[{"index": 0, "product_ids": ["x"]}]\n', "not a JSON object: a JSON array"),
+        "wrong_types.jsonl": (
+            b'{"index": true, "product_ids": ["x"]}\n{"index": "0", "product_ids": ["x"]}\n'
+            b'{"index": 0, "sample": 1.5, "product_ids": ["x"]}\n{"index": 0, "terminated": "yes"}\n',
+            "wrong_types.jsonl:1: index: Input should be a valid integer",
+        ),
+    }
+    for name, (data, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        result = _score(scenario, path)
+        assert result.exit_code == 1, (name, result.output)
+        assert message in result.output and "no usable answer to score" in result.output, (
+            name,
+            result.output,
+        )
+        assert "Traceback" not in result.output
+    wrong = _score(scenario, tmp_path / "wrong_types.jsonl")
+    assert "4 line(s) skipped" in wrong.output
+
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + orjson.dumps({"index": 0, "product_ids": ["x"]}) + b"\n")
+    result = _score(scenario, bom, "--json", tmp_path)  # and a directory as the --json file
+    assert result.exit_code == 2 and "cannot write" in result.output
+    assert "skipped" not in result.output  # the byte-order mark did not cost line 1
+
+
+def test_answers_by_a_problem_id_several_problems_share_are_rejected(scenario, tmp_path):
+    _catalog_dir, _p, _a, problems, _root = scenario
+    twice = [*problems[:3], problems[1]]  # problem 1 again at index 3: its id is shared
+    episodes, rejects = match_answers(
+        twice,
+        [
+            (1, Answer(problem_id=problems[1].problem_id, product_ids=["a"])),
+            (2, Answer(problem_id=problems[1].problem_id, index=3, product_ids=["b"])),
+            (3, Answer(problem_id=problems[0].problem_id, product_ids=["c"])),
+        ],
+        source="a.jsonl",
+    )
+    assert [(e.index, e.answer.product_ids) for e in episodes] == [(3, ["b"]), (0, ["c"])]
+    assert [(r.line, r.reason) for r in rejects] == [
+        (
+            1,
+            f"problem_id {problems[1].problem_id!r} names several problems (indexes 1, 3) in the problems "
+            "file; give the answer's 'index' too",
+        )
+    ]
