@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import uuid
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from shoparena.agents.trajectory import TrajectoryRecord
-from shoparena.store import RecordConflictError, StoreError
+from shoparena.store import RecordConflictError, RecordFilter, StoreError
 from shoparena.store.records import canonical_bytes
 from tests.store.conftest import copies, write_jsonl
 
@@ -206,3 +211,48 @@ def test_concurrent_ingesters_store_each_record_once(store_url, records):
     assert sum(r.rejected for r in reports) == 0
     with open_store(store_url) as store:
         assert store.count() == len(bulk)
+
+
+JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _storable(value) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**64
+    items = value.values() if isinstance(value, dict) else value
+    return all(_storable(item) for item in items)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(extra=JSON_VALUES, text=st.text(alphabet=st.characters(codec="utf-8"), max_size=20))
+def test_any_json_content_is_stored_exactly_or_rejected_alike(store, records, extra, text):
+    """Whatever an agent or a tool put in free-form fields (NULs, control characters, any Unicode, huge
+    numbers, NaN): the record is stored and comes back exactly, or is rejected with the reason — on
+    SQLite and PostgreSQL alike."""
+    record_id = uuid.uuid4().hex[:24]
+    messages = [*records[0].messages, {"role": "assistant", "content": text, "extra": extra}]
+    record = records[0].model_copy(update={"record_id": record_id, "messages": messages})
+    report = store.ingest([record])
+    if _storable(extra):
+        assert (report.inserted, report.rejected) == (1, 0), report.rejects
+        assert store.get(record_id) == record
+        assert dict(store.canonical(RecordFilter(run=record.run_id)))[record_id] == canonical_bytes(record)
+    else:
+        assert (report.inserted, report.rejected) == (0, 1)
+        assert report.rejects[0].kind == "unstorable"
+        assert store.get(record_id) is None
