@@ -3,7 +3,7 @@ root that is an empty read-only tmpfs holding only the interpreter's mounts (`in
 the program's files (copied in from memory, not bound from a host directory), a private /tmp, its own
 /proc and a minimal /dev; the proxy socket and the result FIFO bound at fixed paths; no environment
 but the one given; no capabilities; nested user namespaces disabled; a new session (no TIOCSTI into a
-terminal); killed with its parent.
+terminal); killed with its parent; the program itself is the pid namespace's init.
 
 Nothing here decides policy: `runner.run_sandboxed` chooses the uid, the limits and the files.
 """
@@ -73,7 +73,10 @@ def command(
     else:
         warnings.append("this bwrap cannot disable nested user namespaces (bubblewrap < 0.8)")
     args += ["--uid", str(inner_uid), "--gid", str(inner_gid), "--hostname", HOSTNAME]
-    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+    # --as-pid-1: the program is the namespace's init, so no bwrap process runs beside it in the
+    # sandbox (one it could read the host paths of in /proc/1/cmdline, ptrace as the same uid, or stop
+    # to stall the run); when the program exits, the kernel kills everything it left behind.
+    args += ["--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
     for bind in plan.binds:
@@ -82,7 +85,7 @@ def command(
         args += ["--symlink", target, dest]
     for mask in plan.masks:
         args += ["--tmpfs", str(mask), "--remount-ro", str(mask)]
-    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]  # devices still work; no files
     if "--size" in known:
         args += ["--size", str(tmp_bytes)]
     else:

@@ -528,7 +528,9 @@ def _outcome(
     hits: list[LimitHit] = []
     if timed_out:
         hits.append(LimitHit.WALL)
-    if signum == signal.SIGXCPU:
+    # The program is its pid namespace's init, which ignores SIGXCPU (no handler), so the CPU limit
+    # ends it with the hard limit's SIGKILL; the only other SIGKILLs are the OOM killer's and ours.
+    if signum == signal.SIGXCPU or (signum == signal.SIGKILL and not oom and not timed_out):
         hits.append(LimitHit.CPU)
     if oom:
         hits.append(LimitHit.MEMORY)
