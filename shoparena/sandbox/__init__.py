@@ -19,6 +19,7 @@ from shoparena.sandbox.runner import (
     SOCKET_ENV,
     NoSandboxWarning,
     SandboxPolicy,
+    check_sandbox,
     run_sandboxed,
 )
 
@@ -34,5 +35,6 @@ __all__ = [
     "SandboxOutcome",
     "SandboxPolicy",
     "SandboxUnavailable",
+    "check_sandbox",
     "run_sandboxed",
 ]

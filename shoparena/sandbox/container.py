@@ -37,7 +37,8 @@ def find_engine(preferred: str | None) -> str:
             continue
         if done.returncode == 0:
             return path
-        reasons.append(f"{name}: {(done.stderr or done.stdout).strip().splitlines()[-1:] or ['no daemon']}")
+        said = (done.stderr or done.stdout).strip().splitlines()
+        reasons.append(f"{name}: {said[-1] if said else 'no daemon'}")
     raise SandboxUnavailable("no container engine with a running daemon (" + "; ".join(reasons) + ")")
 
 

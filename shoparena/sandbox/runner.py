@@ -21,6 +21,7 @@ exempt from RLIMIT_NPROC and owns the host's files, and the sandbox must own not
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -115,8 +116,60 @@ def run_sandboxed(
     if len(set(names)) != len(names):
         raise ValueError(f"two program files share a name: {sorted(n for n in names if names.count(n) > 1)}")
     extra_env = _checked_env(env or {})
+    if policy.backend is Backend.BWRAP:
+        check_sandbox(policy)
     with _Run(policy, socket_path) as run:
         return run.execute(app, [str(a) for a in argv], stdin, extra_env)
+
+
+# The canary: what a program inside must find (alone in its pid namespace, only a loopback interface,
+# not root on the host) before any real program is run; a bwrap that starts but does not isolate —
+# or does not start — makes the sandbox unavailable rather than a program's failure.
+_CANARY = """
+import json, os, socket
+print(json.dumps({"pid": os.getpid(), "procs": sorted(p for p in os.listdir("/proc") if p.isdigit()),
+                  "interfaces": [name for _, name in socket.if_nameindex()], "root": sorted(os.listdir("/"))}))
+"""
+_checked: set[tuple] = set()
+_checked_lock = threading.Lock()
+
+
+def check_sandbox(policy: SandboxPolicy | None = None) -> str:
+    """Run the canary once per interpreter and uid under `policy`'s backend (bwrap: the first run of a
+    process pays ~0.1 s for it); return what was verified, or raise SandboxUnavailable with bwrap's
+    own words. run_sandboxed calls it for every bwrap run, so a broken sandbox fails closed."""
+    policy = policy or SandboxPolicy()
+    key = (policy.backend, policy.python, policy.host_uid, policy.host_gid, os.geteuid())
+    with _checked_lock:
+        if key in _checked:
+            return "verified earlier in this process"
+    canary = policy.model_copy(
+        update={"limits": SandboxLimits(wall_s=30.0, require_cgroup=policy.limits.require_cgroup)}
+    )
+    with _Run(canary, None) as run:
+        outcome = run.execute([ProgramFile(name=DEFAULT_PROGRAM_NAME, content=_CANARY.encode())], [], b"", {})
+    problems = []
+    try:
+        seen = json.loads(outcome.stdout) if outcome.exit_code == 0 else None
+    except ValueError:
+        seen = None
+    if seen is None:
+        raise SandboxUnavailable(
+            f"{policy.backend.value} could not start a sandboxed program ({outcome.describe()}): "
+            f"{outcome.stderr.strip()[-600:] or 'no error output'}"
+        )
+    if policy.backend is Backend.BWRAP:
+        if seen["pid"] != 1 or seen["procs"] != ["1"]:
+            problems.append(
+                f"the program is not alone in a pid namespace (pid {seen['pid']}, /proc {seen['procs']})"
+            )
+        if seen["interfaces"] != ["lo"]:
+            problems.append(f"the network is not isolated (interfaces {seen['interfaces']})")
+    if problems:
+        raise SandboxUnavailable("the sandbox does not isolate: " + "; ".join(problems))
+    with _checked_lock:
+        _checked.add(key)
+    return f"{policy.backend.value}: pid namespace, loopback-only network, root {seen['root']}"
 
 
 def _program(program: Path | str) -> tuple[str, bytes]:
@@ -426,7 +479,8 @@ class _Run:
                 f"ulimit -n {limits.open_files}",
             ]
             if self.cgroup is None:
-                steps.append(f"ulimit -u {limits.pids}")
+                # bash and busybox spell RLIMIT_NPROC -u, dash spells it -p (bash's -p is read-only)
+                steps.append(f"{{ ulimit -u {limits.pids} 2>/dev/null || ulimit -p {limits.pids}; }}")
         return " && ".join(steps) + ' || exit 125; echo ready || exit 125; read -r _ || exit 125; exec "$@"'
 
 

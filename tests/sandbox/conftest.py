@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shoparena.sandbox import ProgramFile, SandboxLimits, SandboxUnavailable, run_sandboxed
+from shoparena.sandbox import ProgramFile, SandboxLimits, SandboxUnavailable, check_sandbox, run_sandboxed
 from shoparena.sandbox.models import MiB
 
 PROGRAMS = Path(__file__).parent / "programs"
@@ -38,6 +38,7 @@ def sandbox_ready() -> None:
     if reason:
         pytest.skip(f"{UNAVAILABLE_ENV}: {reason}")
     try:
+        check_sandbox()
         outcome = run_sandboxed("print('ok')", limits=SMALL)
     except SandboxUnavailable as exc:
         pytest.fail(
