@@ -16,7 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.sandbox.conftest import attempts, run_program
+from shoparena.sandbox import SandboxPolicy, run_sandboxed
+from tests.sandbox.conftest import SMALL, attempts, run_program
 
 pytestmark = pytest.mark.usefixtures("sandbox_ready")
 REPO = Path(__file__).resolve().parents[2]
@@ -169,3 +170,23 @@ def test_other_processes_cannot_be_seen_read_signalled_or_traced(monkeypatch):
             )
             assert tried[key]["blocked"], tried[key]
     assert tried["signal every process"]["blocked"]
+
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+
+@pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="no system interpreter at /usr/bin/python3")
+def test_a_system_interpreter_is_bound_directly_and_its_packages_are_hidden():
+    """/usr/bin/python3 needs no staging (the sandbox uid can read it); Debian's dist-packages, which
+    the /usr/lib bind would show, is masked by an empty read-only directory."""
+    program = (
+        "import json, os, sys\n"
+        "dirs = {p: sorted(os.listdir(p)) for p in sys.path if os.path.isdir(p) and 'packages' in p}\n"
+        "print(json.dumps({'exe': sys.executable, 'dirs': dirs}))\n"
+        "import yaml\n"
+    )
+    outcome = run_sandboxed(program, policy=SandboxPolicy(python=str(SYSTEM_PYTHON), limits=SMALL))
+    seen = json.loads(outcome.stdout)
+    assert seen["exe"].startswith("/usr/bin/python3")
+    assert seen["dirs"] and all(listing == [] for listing in seen["dirs"].values()), seen
+    assert outcome.exit_code == 1 and "No module named 'yaml'" in outcome.stderr
