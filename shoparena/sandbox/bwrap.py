@@ -47,7 +47,7 @@ def options() -> frozenset[str]:
 REQUIRED = ("--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent", "--ro-bind-data")
 
 
-def command(
+def sandbox_options(
     plan: MountPlan,
     *,
     inner_uid: int,
@@ -57,16 +57,15 @@ def command(
     socket_source: Path | None,
     result_source: Path,
     tmp_bytes: int,
-    argv: list[str],
 ) -> tuple[list[str], list[str]]:
-    """The bwrap argv that runs `argv` inside, and warnings about protections this bwrap lacks."""
+    """bwrap's options for one run, and warnings about protections this bwrap lacks. They are given
+    to bwrap through a file descriptor (`command`), not its command line."""
     known = options()
     missing = [flag for flag in REQUIRED if flag not in known]
     if missing:
         raise SandboxUnavailable(f"this bwrap lacks {', '.join(missing)}; a newer bubblewrap is needed")
     warnings: list[str] = []
-    args = [find_bwrap()]
-    args += ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+    args = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
     args += ["--unshare-cgroup"]
     if "--disable-userns" in known:
         args += ["--disable-userns"]
@@ -98,5 +97,11 @@ def command(
     args += ["--dir", RUN_DIR, "--ro-bind", str(result_source), RESULT_PATH]
     if socket_source is not None:
         args += ["--ro-bind", str(socket_source), SOCKET_PATH]
-    args += ["--remount-ro", "/", "--chdir", APP_DIR, "--", *argv]
+    args += ["--remount-ro", "/", "--chdir", APP_DIR]
     return args, warnings
+
+
+def command(args_fd: int, argv: list[str]) -> list[str]:
+    """`bwrap --args FD -- argv…`: the options are read from FD, because any host user can read a
+    process's command line, and the environment (a session token) and host paths must stay private."""
+    return [find_bwrap(), "--args", str(args_fd), "--", *argv]

@@ -48,7 +48,7 @@ def command(
     *,
     engine: str,
     name: str,
-    env: dict[str, str],
+    env_file: Path,
     app_dir: Path,
     socket_source: Path | None,
     result_source: Path,
@@ -67,8 +67,7 @@ def command(
     args += ["--ulimit", f"cpu={limits.cpu_s}:{cpu_hard}", "--ulimit", "core=0:0"]
     args += ["--ulimit", f"fsize={limits.file_bytes}:{limits.file_bytes}"]
     args += ["--ulimit", f"nofile={limits.open_files}:{limits.open_files}"]
-    for key, value in env.items():
-        args += ["--env", f"{key}={value}"]
+    args += ["--env-file", str(env_file)]  # the values stay off the engine client's command line
     args += ["--volume", f"{app_dir}:{APP_DIR}:ro", "--volume", f"{result_source}:{RESULT_PATH}"]
     if socket_source is not None:
         args += ["--volume", f"{socket_source}:{SOCKET_PATH}"]

@@ -277,17 +277,18 @@ class _Run:
             return
         self.stack.callback(self.cgroup.remove)
 
+    def _memfd(self, name: str, content: bytes) -> int:
+        """An in-memory file for bwrap to read (program files, its own options); closed after the run."""
+        fd = os.memfd_create(name, 0)
+        self.stack.callback(os.close, fd)
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
     def _memfds(self, app: list[ProgramFile]) -> dict[str, int]:
-        fds = {}
-        for item in app:
-            fd = os.memfd_create(f"sandbox-{item.name}", 0)
-            self.stack.callback(os.close, fd)
-            view = memoryview(item.content)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.lseek(fd, 0, os.SEEK_SET)
-            fds[item.name] = fd
-        return fds
+        return {item.name: self._memfd(f"sandbox-{item.name}", item.content) for item in app}
 
     def _app_dir(self, app: list[ProgramFile], mode: int) -> Path:
         directory = self.dir / "app"
@@ -313,7 +314,7 @@ class _Run:
             fds = self._memfds(app)
             full_env = _fixed_env(bwrap.SOCKET_PATH if socket else None, bwrap.RESULT_PATH) | env
             python_argv = [str(plan.executable), "-I", f"{bwrap.APP_DIR}/{program}", *argv]
-            command, notes = bwrap.command(
+            options, notes = bwrap.sandbox_options(
                 plan,
                 inner_uid=NOBODY,
                 inner_gid=NOBODY,
@@ -322,11 +323,12 @@ class _Run:
                 socket_source=socket,
                 result_source=fifo,
                 tmp_bytes=self.limits.tmp_bytes,
-                argv=python_argv,
             )
+            args_fd = self._memfd("bwrap-args", b"".join(a.encode() + b"\0" for a in options))
+            command = bwrap.command(args_fd, python_argv)
             drop = os.geteuid() == 0
             launch = _Launch(command, self.uid if drop else None, self.gid if drop else None, warnings=notes)
-            return launch, list(fds.values())
+            return launch, [*fds.values(), args_fd]
         if backend is Backend.CONTAINER:
             engine = container.find_engine(self.policy.container.engine)
             user = self.policy.container.user.split(":")
@@ -336,12 +338,17 @@ class _Run:
             app_dir = self._app_dir(app, 0o755)
             name = f"shoparena-sbx-{secrets.token_hex(8)}"
             full_env = _fixed_env(bwrap.SOCKET_PATH if socket else None, bwrap.RESULT_PATH) | env
+            env_file = self.dir / "env"  # not --env: a command line is readable by every host user
+            env_file.touch(mode=0o600)
+            env_file.write_text(
+                "".join(f"{key}={_one_line(key, value)}\n" for key, value in full_env.items())
+            )
             command = container.command(
                 self.policy.container,
                 self.limits,
                 engine=engine,
                 name=name,
-                env=full_env,
+                env_file=env_file,
                 app_dir=app_dir,
                 socket_source=socket,
                 result_source=fifo,
@@ -495,6 +502,12 @@ def _fixed_env(socket: str | None, result: str) -> dict[str, str]:
     if socket is not None:
         env[SOCKET_ENV] = socket
     return env
+
+
+def _one_line(key: str, value: str) -> str:
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"environment variable {key!r}: the container backend cannot pass a line break")
+    return value
 
 
 def _may_write(info: os.stat_result, uid: int, gids: set[int]) -> bool:

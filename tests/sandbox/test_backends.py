@@ -191,7 +191,7 @@ def test_container_command_line_carries_every_confinement(tmp_path):
         SandboxLimits(),
         engine="docker",
         name="shoparena-sbx-test",
-        env={"SESSION": "tok"},
+        env_file=tmp_path / "env",
         app_dir=tmp_path,
         socket_source=tmp_path / "proxy.sock",
         result_source=tmp_path / "result",

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -66,19 +67,30 @@ def test_network_is_unreachable_except_the_socket():
     thread = threading.Thread(target=accept)
     thread.start()
     hosts = host_ipv4()
+    abstract_name = f"shoparena-test-{secrets.token_hex(6)}"
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind("\0" + abstract_name)
+    abstract.listen()
     try:
-        params = {"port": listener.getsockname()[1], "udp_port": udp.getsockname()[1], "hosts": hosts}
+        params = {
+            "port": listener.getsockname()[1],
+            "udp_port": udp.getsockname()[1],
+            "hosts": hosts,
+            "abstract": abstract_name,
+        }
         outcome = run_program("network", json.dumps(params))
     finally:
         stop.set()
         thread.join()
         listener.close()
+        abstract.close()
     with pytest.raises(TimeoutError):
         udp.recvfrom(100)
     udp.close()
     assert outcome.ok, outcome
     tried = attempts(outcome)
-    assert len(tried) == 3 + 2 * (1 + len(hosts))
+    assert len(tried) == 4 + 2 * (1 + len(hosts))
+    assert "ConnectionRefusedError" in tried["abstract unix socket"]["error"]
     # a datagram to 127.0.0.1 leaves without error: into the sandbox's own empty loopback (not received
     # below); everything else fails at once
     loopback_udp = f"udp 127.0.0.1:{params['udp_port']}"
@@ -190,3 +202,32 @@ def test_a_system_interpreter_is_bound_directly_and_its_packages_are_hidden():
     assert seen["exe"].startswith("/usr/bin/python3")
     assert seen["dirs"] and all(listing == [] for listing in seen["dirs"].values()), seen
     assert outcome.exit_code == 1 and "No module named 'yaml'" in outcome.stderr
+
+
+def test_the_session_token_is_not_on_any_host_command_line():
+    """Any host user can read every process's command line: the environment given to the program (a
+    session token) must not be on bwrap's — bwrap reads its options from a file descriptor."""
+    token = secrets.token_hex(16)
+    seen: list[str] = []
+    done = threading.Event()
+
+    def scan() -> None:
+        while not done.is_set():
+            for entry in Path("/proc").iterdir():
+                try:
+                    if entry.name.isdigit() and token.encode() in (entry / "cmdline").read_bytes():
+                        seen.append(entry.name)
+                except OSError:
+                    continue
+            time.sleep(0.02)
+
+    scanner = threading.Thread(target=scan)
+    scanner.start()
+    try:
+        program = f"import os, time\ntime.sleep(1.0)\nprint(os.environ['SESSION'] == {token!r})\n"
+        outcome = run_sandboxed(program, env={"SESSION": token}, limits=SMALL)
+    finally:
+        done.set()
+        scanner.join()
+    assert outcome.ok and outcome.stdout == "True\n", outcome
+    assert seen == []

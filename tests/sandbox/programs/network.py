@@ -27,4 +27,13 @@ for host in ["127.0.0.1", *args["hosts"]]:
     attempt(f"listener {host}:{args['port']}", lambda h=host: connect(h, args["port"]))
     attempt(f"udp {host}:{args['udp_port']}", lambda h=host: udp(h, args["udp_port"]))
 attempt("dns", lambda: socket.getaddrinfo("pypi.org", 443))
+
+
+def abstract(name: str) -> str:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect("\0" + name)  # abstract sockets have no file: only a network namespace hides them
+        return "connected"
+
+
+attempt("abstract unix socket", lambda: abstract(args["abstract"]))
 report(interfaces=[name for _, name in socket.if_nameindex()])
