@@ -12,16 +12,11 @@ from shoparena.sandbox.models import (
     ProgramFile,
     SandboxLimits,
     SandboxOutcome,
+    SandboxPolicy,
     SandboxUnavailable,
 )
-from shoparena.sandbox.runner import (
-    RESULT_ENV,
-    SOCKET_ENV,
-    NoSandboxWarning,
-    SandboxPolicy,
-    check_sandbox,
-    run_sandboxed,
-)
+from shoparena.sandbox.run import RESULT_ENV, SOCKET_ENV, NoSandboxWarning
+from shoparena.sandbox.runner import check_sandbox, run_sandboxed
 
 __all__ = [
     "RESULT_ENV",

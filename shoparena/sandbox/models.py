@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+NOBODY = 65534
+"""The host uid (and gid) a sandbox runs as when its supervisor is root: it owns no file."""
 GiB = 1 << 30
 MiB = 1 << 20
 KiB = 1 << 10
@@ -148,3 +150,16 @@ class ProgramFile(BaseModel):
     @classmethod
     def from_path(cls, path: Path, name: str | None = None) -> ProgramFile:
         return cls(name=name or path.name, content=path.read_bytes())
+
+
+class SandboxPolicy(BaseModel):
+    """Which backend runs a program, under which limits, with which interpreter and host uid."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Backend = Backend.BWRAP
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    python: str | None = Field(None, description="host interpreter for bwrap/none; default: this one's base")
+    host_uid: int = Field(NOBODY, ge=1, description="host uid of the sandbox when the supervisor is root")
+    host_gid: int = Field(NOBODY, ge=1)
+    container: ContainerOptions = Field(default_factory=ContainerOptions)

@@ -26,6 +26,7 @@ from shoparena.sandbox import (
     bwrap,
     cgroups,
     container,
+    interpreter,
     run_sandboxed,
     runner,
 )
@@ -268,7 +269,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def test_the_staged_interpreter_cache_is_readable_by_the_sandbox_uid(sandbox_ready):
-    root = runner.interpreter.cache_root()
+    root = interpreter.cache_root()
     if not root.exists():
         pytest.skip("the interpreter is reachable by the sandbox uid without staging")
     for entry in root.iterdir():
