@@ -5,7 +5,6 @@ of the run survives it."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import signal
 import tempfile
