@@ -112,8 +112,9 @@ def default_python() -> str:
     return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
-def reachable(path: Path, uid: int, gids: set[int]) -> bool:
-    """Whether `uid` can walk to `path` and read it (directories: list and enter)."""
+def reachable(path: Path, uid: int, gids: set[int], *, read: bool = True) -> bool:
+    """Whether `uid` can walk to `path` and read it (directories: list and enter; with read=False a
+    directory need only be enterable)."""
     if uid == 0:
         return True
     path = Path(os.path.abspath(path))
@@ -124,7 +125,7 @@ def reachable(path: Path, uid: int, gids: set[int]) -> bool:
         info = path.stat()
     except OSError:
         return False
-    return _allows(info, uid, gids, execute=stat.S_ISDIR(info.st_mode), read=True)
+    return _allows(info, uid, gids, execute=stat.S_ISDIR(info.st_mode), read=read)
 
 
 def _allows(info: os.stat_result, uid: int, gids: set[int], *, execute: bool, read: bool) -> bool:

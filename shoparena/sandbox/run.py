@@ -84,6 +84,14 @@ class Run:
         self.stack.close()
 
     # -- preparation -------------------------------------------------------------------------------
+    def _reachable_dir(self, uid: int, gids: set[int]) -> None:
+        """The sandbox's uid must reach the run directory to bind the FIFO and the socket from it."""
+        if not interpreter.reachable(self.dir, uid, gids, read=False):
+            raise SandboxUnavailable(
+                f"the sandbox uid {uid} cannot enter the run directory {self.dir}: a directory above it "
+                f"is private; point TMPDIR at a directory every user can enter (e.g. /tmp)"
+            )
+
     def _fifo(self, owner_uid: int, owner_gid: int) -> Path:
         path = self.dir / "result"
         os.mkfifo(path, 0o600)
@@ -116,7 +124,7 @@ class Run:
             return link
         except OSError:
             pass
-        if interpreter.reachable(self.socket_path.parent, uid, gids):
+        if interpreter.reachable(self.socket_path.parent, uid, gids, read=False):
             return self.socket_path
         raise SandboxUnavailable(
             f"the sandbox uid {uid} cannot reach {self.socket_path}, and it cannot be linked into "
@@ -167,6 +175,7 @@ class Run:
         if backend is Backend.BWRAP:
             bwrap.find_bwrap()
             plan = interpreter.plan(self.policy.python or interpreter.default_python(), self.uid, gids)
+            self._reachable_dir(self.uid, gids)
             fifo = self._fifo(self.uid, self.gid)
             socket = self._socket(self.uid, gids)
             self._cgroup()
@@ -192,6 +201,7 @@ class Run:
             engine = container.find_engine(self.policy.container.engine)
             user = self.policy.container.user.split(":")
             uid, gid = int(user[0]), int(user[1] if len(user) > 1 else user[0])
+            self._reachable_dir(uid, {gid})
             fifo = self._fifo(uid, gid)
             socket = self._socket(uid, {gid})
             app_dir = self._app_dir(app, 0o755)

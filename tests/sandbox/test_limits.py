@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import signal
 import tempfile
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from shoparena.sandbox import LimitHit
+from shoparena.sandbox import LimitHit, SandboxUnavailable
 from shoparena.sandbox.models import MiB
 from tests.sandbox.conftest import SMALL, attempts, run_program
 
@@ -110,10 +111,24 @@ def test_result_of_a_gigabyte_is_refused_quickly():
     assert outcome.exit_code == 0 and not outcome.ok
 
 
-def test_nothing_of_a_run_is_left_on_the_host(tmp_path, monkeypatch):
-    private = tmp_path / "tmp"
-    private.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(private))  # where the run makes its directory
+@pytest.fixture
+def own_tempdir(monkeypatch):
+    """A temp directory of this test's own (the runs make theirs inside it), enterable by every user."""
+    private = Path(tempfile.mkdtemp(prefix="sandbox-tmp-", dir="/tmp"))
+    private.chmod(0o755)
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    yield private
+    shutil.rmtree(private)
+
+
+def test_nothing_of_a_run_is_left_on_the_host(own_tempdir):
     outcome = run_program("spin", "sleep", limits=SMALL.model_copy(update={"wall_s": 0.5}))
     assert outcome.timed_out
-    assert list(private.iterdir()) == []
+    assert list(own_tempdir.iterdir()) == []
+
+
+def test_a_run_directory_the_sandbox_cannot_enter_refuses_to_run(own_tempdir):
+    own_tempdir.chmod(0o700)
+    with pytest.raises(SandboxUnavailable, match="cannot enter the run directory"):
+        run_program("spin", "sleep")
+    assert list(own_tempdir.iterdir()) == []
