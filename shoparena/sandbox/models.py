@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 NOBODY = 65534
 """The host uid (and gid) a sandbox runs as when its supervisor is root: it owns no file."""
@@ -69,12 +69,6 @@ class SandboxLimits(BaseModel):
         description="refuse to run when no cgroup can bound memory and processes of the tree; False "
         "falls back to per-process rlimits (RLIMIT_NPROC counts the whole uid, not the tree)",
     )
-
-    @model_validator(mode="after")
-    def _coherent(self) -> SandboxLimits:
-        if self.cpu_s < 1:
-            raise ValueError("cpu_s must be at least 1")
-        return self
 
 
 class ContainerOptions(BaseModel):

@@ -44,7 +44,7 @@ DEFAULT_PROGRAM_NAME = "main.py"
 
 
 def run_sandboxed(
-    program: Path | str,
+    program: Path | str | ProgramFile,
     *,
     argv: Sequence[str] = (),
     files: Iterable[ProgramFile] = (),
@@ -55,7 +55,8 @@ def run_sandboxed(
     backend: Backend | str | None = None,
     policy: SandboxPolicy | None = None,
 ) -> SandboxOutcome:
-    """Run `program` (a .py file on the host, or Python source text) as `python -I /app/<name> argv…`
+    """Run `program` (a .py file on the host, Python source text, or a named ProgramFile) as
+    `python -I /app/<name> argv…`
     with `files` beside it in a read-only /app, `stdin` as its input and nothing of the host reachable
     but `socket_path`, which appears at $SHOPARENA_PROXY_SOCKET (/run/shoparena/proxy.sock).
 
@@ -134,7 +135,9 @@ def check_sandbox(policy: SandboxPolicy | None = None) -> str:
     return f"{policy.backend.value}: pid namespace, loopback-only network, root {seen['root']}"
 
 
-def _program(program: Path | str) -> tuple[str, bytes]:
+def _program(program: Path | str | ProgramFile) -> tuple[str, bytes]:
+    if isinstance(program, ProgramFile):
+        return program.name, program.content
     if isinstance(program, Path):
         return ProgramFile.from_path(program).name, program.read_bytes()
     return DEFAULT_PROGRAM_NAME, program.encode()

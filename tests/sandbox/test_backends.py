@@ -127,6 +127,12 @@ def test_environment_that_could_subvert_the_interpreter_is_refused(name):
         run_sandboxed("pass", env={name: "x"}, limits=SMALL)
 
 
+def test_a_named_program_file_keeps_its_name(sandbox_ready):
+    runner_file = ProgramFile(name="_shoparena_runner.py", content=b"import sys; print(sys.argv)")
+    outcome = run_sandboxed(runner_file, argv=["miner.py"], limits=SMALL)
+    assert outcome.stdout == "['/app/_shoparena_runner.py', 'miner.py']\n", outcome
+
+
 def test_program_files_with_one_name_are_refused():
     with pytest.raises(ValueError, match="share a name"):
         run_sandboxed("pass", files=[ProgramFile(name="main.py", content=b"")], limits=SMALL)
