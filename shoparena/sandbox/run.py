@@ -146,7 +146,7 @@ class Run:
 
     def _memfd(self, name: str, content: bytes) -> int:
         """An in-memory file for bwrap to read (program files, its own options); closed after the run."""
-        fd = os.memfd_create(name, 0)
+        fd = os.memfd_create(name)  # close-on-exec: only the launcher gets it, through pass_fds
         self.stack.callback(os.close, fd)
         view = memoryview(content)
         while view:
