@@ -16,34 +16,25 @@ from collections import deque
 CHUNK = 1 << 16
 
 
-class HeadTail:
-    """Drains a pipe in a thread, keeping at most `cap` bytes: the first half and the last half."""
+class _Drain:
+    """Reads a pipe in a daemon thread until EOF (or until `_take` says stop), then closes it."""
 
     def __init__(self, fd: int, cap: int):
         self.cap = cap
         self.total = 0
-        self._head = bytearray()
-        self._tail: deque[bytes] = deque()
-        self._tail_bytes = 0
         self._fd = fd
         self._thread = threading.Thread(target=self._drain, daemon=True)
         self._thread.start()
 
+    def _take(self, chunk: bytes) -> bool:
+        raise NotImplementedError
+
     def _drain(self) -> None:
-        head_cap = self.cap // 2
-        tail_cap = self.cap - head_cap
         try:
             while chunk := os.read(self._fd, CHUNK):
                 self.total += len(chunk)
-                room = head_cap - len(self._head)
-                if room > 0:
-                    self._head += chunk[:room]
-                    chunk = chunk[room:]
-                if chunk and tail_cap:
-                    self._tail.append(chunk)
-                    self._tail_bytes += len(chunk)
-                    while self._tail and self._tail_bytes - len(self._tail[0]) >= tail_cap:
-                        self._tail_bytes -= len(self._tail.popleft())
+                if not self._take(chunk):
+                    break
         except OSError:
             pass
         finally:
@@ -52,6 +43,30 @@ class HeadTail:
 
     def join(self, timeout_s: float) -> None:
         self._thread.join(timeout_s)
+
+
+class HeadTail(_Drain):
+    """Drains a pipe to its end, keeping at most `cap` bytes: the first half and the last half."""
+
+    def __init__(self, fd: int, cap: int):
+        self._head = bytearray()
+        self._tail: deque[bytes] = deque()
+        self._tail_bytes = 0
+        super().__init__(fd, cap)
+
+    def _take(self, chunk: bytes) -> bool:
+        head_cap = self.cap // 2
+        tail_cap = self.cap - head_cap
+        room = head_cap - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and tail_cap:
+            self._tail.append(chunk)
+            self._tail_bytes += len(chunk)
+            while self._tail and self._tail_bytes - len(self._tail[0]) >= tail_cap:
+                self._tail_bytes -= len(self._tail.popleft())
+        return True
 
     @property
     def truncated(self) -> bool:
@@ -70,36 +85,22 @@ class HeadTail:
         )
 
 
-class CappedResult:
-    """Reads the result channel in a thread up to `cap` bytes; one byte more and it closes the channel
-    and keeps nothing (a result is whole or absent, never a truncated document)."""
+class CappedResult(_Drain):
+    """Reads the result channel up to `cap` bytes; one byte more and it closes the channel and keeps
+    nothing (a result is whole or absent, never a truncated document)."""
 
     def __init__(self, fd: int, cap: int):
-        self.cap = cap
-        self.total = 0
         self.overflow = False
         self._data = bytearray()
-        self._fd = fd
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
+        super().__init__(fd, cap)
 
-    def _drain(self) -> None:
-        try:
-            while chunk := os.read(self._fd, CHUNK):
-                self.total += len(chunk)
-                if self.total > self.cap:
-                    self.overflow = True
-                    self._data = bytearray()
-                    break
-                self._data += chunk
-        except OSError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-
-    def join(self, timeout_s: float) -> None:
-        self._thread.join(timeout_s)
+    def _take(self, chunk: bytes) -> bool:
+        if self.total > self.cap:
+            self.overflow = True
+            self._data = bytearray()
+            return False
+        self._data += chunk
+        return True
 
     def value(self) -> bytes | None:
         return None if self.overflow else bytes(self._data)
