@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean sandbox-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,8 +24,26 @@ lint: $(STAMP)
 	$(BIN)/ruff check shoparena tests bench
 	$(BIN)/ruff format --check shoparena tests bench
 
-test: $(STAMP) lint
+test: $(STAMP) lint sandbox-deps
 	$(BIN)/python -m pytest -n 2 -q
+
+# The sandbox (shoparena.sandbox) runs untrusted agents under bubblewrap: install it when it is missing
+# and we may (root with apt-get), and say loudly when it is still missing — the sandbox tests then FAIL,
+# unless SHOPARENA_SANDBOX_UNAVAILABLE=<reason> declares that this machine cannot sandbox.
+sandbox-deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap for the sandbox (apt-get install -y bubblewrap)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap >/dev/null 2>&1 || \
+	    { apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }; \
+	  fi; }
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "********************************************************************************" >&2; \
+	  echo "* bubblewrap (bwrap) is NOT installed and could not be installed here.          *" >&2; \
+	  echo "* The sandbox cannot run: its tests will FAIL. Install it (apt-get install -y   *" >&2; \
+	  echo "* bubblewrap) or set SHOPARENA_SANDBOX_UNAVAILABLE=<reason> on a machine that    *" >&2; \
+	  echo "* cannot sandbox.                                                                *" >&2; \
+	  echo "********************************************************************************" >&2; }
 
 # Every benchmark with its defaults (the 2.7M search run alone takes ~15 min on 2 cores).
 bench: $(STAMP)
@@ -36,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/store_bench.py --pg postgresql://postgres@127.0.0.1:5432/postgres
 	$(BIN)/python bench/corpus_bench.py --n 100000 --profile full
 	$(BIN)/python bench/corpus_bench.py --n 1000000 --profile compact
+	$(BIN)/python bench/sandbox_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -12,6 +12,7 @@ ORDER = [
     "index",
     "problems",
     "harness",
+    "sandbox",
     "scoring",
     "agents",
     "judge",

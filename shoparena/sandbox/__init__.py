@@ -1,0 +1,35 @@
+"""sandbox stage: run an untrusted Python program with nothing of the host reachable but one Unix
+socket (the tool and inference proxy), under limits the kernel enforces (SPEC §6).
+
+It sits below `agents` (the miner-file agent runs each problem through it) and imports nothing of
+shoparena above `harness` — in fact nothing of shoparena at all, so it can be reasoned about alone.
+"""
+
+from shoparena.sandbox.models import (
+    Backend,
+    ContainerOptions,
+    LimitHit,
+    ProgramFile,
+    SandboxLimits,
+    SandboxOutcome,
+    SandboxPolicy,
+    SandboxUnavailable,
+)
+from shoparena.sandbox.run import RESULT_ENV, SOCKET_ENV, NoSandboxWarning
+from shoparena.sandbox.runner import check_sandbox, run_sandboxed
+
+__all__ = [
+    "RESULT_ENV",
+    "SOCKET_ENV",
+    "Backend",
+    "ContainerOptions",
+    "LimitHit",
+    "NoSandboxWarning",
+    "ProgramFile",
+    "SandboxLimits",
+    "SandboxOutcome",
+    "SandboxPolicy",
+    "SandboxUnavailable",
+    "check_sandbox",
+    "run_sandboxed",
+]
