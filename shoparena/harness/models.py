@@ -74,6 +74,9 @@ class CallRecord(BaseModel):
     origin: Origin
     counted: bool = True
     """False for calls refused because the episode had already ended (a call made after the end uses no step)."""
+    cut: str | None = None
+    """What the harness cut or replaced in this entry to keep the record writable and bounded, and why
+    (see `record_limits`); None when the entry is stored as made."""
 
 
 class EpisodeSummary(BaseModel):
@@ -92,3 +95,5 @@ class EpisodeSummary(BaseModel):
     ended: bool
     end_reason: str | None
     calls: list[CallRecord]
+    notes: list[str] = Field(default_factory=list)
+    """What the harness left out of the episode's record (calls not recorded, a spent budget)."""
