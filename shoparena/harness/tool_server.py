@@ -219,10 +219,8 @@ class ToolServer:
         sockets: list[socket.socket] = []
         try:
             if self.host is not None:
-                family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-                tcp = socket.create_server((self.host, self.port), family=family, backlog=BACKLOG)
-                sockets.append(tcp)
-                self.port = tcp.getsockname()[1]
+                sockets.append(self._bind_tcp(self.host, self.port))
+                self.port = sockets[-1].getsockname()[1]
             if self.socket_path is not None:
                 sockets.append(self._bind_unix(self.socket_path))
         except BaseException:
@@ -230,6 +228,21 @@ class ToolServer:
                 sock.close()
             raise
         return sockets
+
+    @staticmethod
+    def _bind_tcp(host: str, port: int) -> socket.socket:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+        # and without it a reply's header and body writes wait on delayed ACKs (40 ms per call)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(BACKLOG)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
     def _bind_unix(self, path: Path) -> socket.socket:
         if len(os.fsencode(path)) > MAX_UNIX_PATH_BYTES:
