@@ -31,6 +31,7 @@ from shoparena.harness.models import (
     Origin,
     ParsedCall,
     ParsedTurn,
+    Refusal,
 )
 from shoparena.harness.params import ArgumentError, bind_arguments
 from shoparena.harness.record_limits import (
@@ -279,18 +280,24 @@ class Episode:
         call.id = call_id
         result: Any = None
         error: str | None = None
+        refused: Refusal | None = None
         try:
             if not counted:
+                refused = "ended"
                 error = f"the episode has ended ({self.end_reason}); no further tool calls are executed"
             elif call.error is not None:
-                error = call.error
+                refused, error = "malformed", call.error
             else:
                 problem = argument_problem(call.arguments or {}, self.limits)
                 if problem is not None:
-                    error = f"{call.name}: {problem}; the call was not executed"
+                    refused, error = "unusable", f"{call.name}: {problem}; the call was not executed"
                 else:
                     result = self._execute(call.name, call.arguments or {})
-        except (ArgumentError, ToolError) as exc:
+        except _NotInProfile as exc:
+            refused, error = "unknown_tool", str(exc)
+        except ArgumentError as exc:
+            refused, error = "bad_arguments", str(exc)
+        except ToolError as exc:
             error = str(exc)
         except Exception as exc:  # a tool bug must not end the episode; the log keeps what happened
             error = f"{call.name}: internal error: {type(exc).__name__}: {exc}"
@@ -300,7 +307,7 @@ class Episode:
         if error is not None:
             error = clean_text(error)
             observation = Observation(
-                call_id=call_id, name=name, ok=False, error=error, text=ERROR_PREFIX + error
+                call_id=call_id, name=name, ok=False, error=error, text=ERROR_PREFIX + error, refused=refused
             )
         else:
             # catalogue data and checked arguments, but a JSON-string argument the tool decodes can
@@ -404,8 +411,10 @@ class Episode:
         if name not in self.tool_names:
             valid = ", ".join(self.tool_names)
             if spec is None:
-                raise ToolError(f"unknown tool {name!r}; valid tools: {valid}")
-            raise ToolError(f"tool {name!r} is not available in profile {self.profile}; valid tools: {valid}")
+                raise _NotInProfile(f"unknown tool {name!r}; valid tools: {valid}")
+            raise _NotInProfile(
+                f"tool {name!r} is not available in profile {self.profile}; valid tools: {valid}"
+            )
         bound = bind_arguments(name, spec.params, arguments)
         if name == "recommend_product":
             return self._recommend(bound["product_ids"])
@@ -468,6 +477,10 @@ class Episode:
                     "content": entry.content,
                 }
             )
+
+
+class _NotInProfile(ToolError):
+    """No such tool in this episode's profile (a refusal of the call, not of the tool)."""
 
 
 @dataclass

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Origin = Literal["llm", "code"]
 TerminateStatus = Literal["success", "failure"]
+Refusal = Literal["ended", "malformed", "unusable", "unknown_tool", "bad_arguments"]
 
 
 class ParsedCall(BaseModel):
@@ -56,6 +57,10 @@ class Observation(BaseModel):
     result: Any = None
     error: str | None = None
     text: str
+    refused: Refusal | None = None
+    """Why no tool ran, when none did: the episode had ended, the call was malformed, its arguments
+    were unusable (`record_limits`), the tool is not in the profile, or the arguments do not fit it.
+    None when the tool ran (it may still have refused, e.g. an id not in the catalogue)."""
 
 
 class CallRecord(BaseModel):

@@ -21,18 +21,24 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from shoparena.harness import jsontext
-from shoparena.harness.params import ArgumentError, bind_arguments
-from shoparena.harness.record_limits import argument_problem
 from shoparena.harness.tool_specs import TOOL_SPECS
 
 if TYPE_CHECKING:
-    from shoparena.harness.episode import Episode
     from shoparena.harness.tool_server import ToolServer, ToolSession
 
 log = logging.getLogger("shoparena.harness.tool_server")
 
 RESERVED_KEYS = ("origin", "call_id")
 ORIGINS = ("llm", "code")
+STATUS_OF_REFUSAL: dict[str | None, int] = {
+    None: 200,
+    "ended": 409,
+    "malformed": 400,
+    "unusable": 422,
+    "unknown_tool": 404,
+    "bad_arguments": 422,
+}
+"""The status of a recorded call, from the episode's own reason for not running the tool."""
 
 if any(p.name in RESERVED_KEYS for spec in TOOL_SPECS.values() for p in spec.params):
     raise RuntimeError(f"a tool parameter collides with a reserved tool-server request key {RESERVED_KEYS}")
@@ -119,11 +125,11 @@ def call_tool(session: ToolSession, name: str, body: bytes) -> tuple[int, dict[s
     """Run one call on the session's episode; the status says which kind of problem a failed call had."""
     text = body.decode("utf-8", errors="replace")
     arguments: dict[str, Any] | str
-    origin, call_id, status = "code", None, 200
+    origin, call_id = "code", None
     try:
         value = jsontext.loads(text) if text.strip() else {}
     except ValueError:
-        value, status = None, 400
+        value = None
     if isinstance(value, dict):
         origin = value.pop("origin", "code")
         call_id = value.pop("call_id", None)
@@ -133,19 +139,16 @@ def call_tool(session: ToolSession, name: str, body: bytes) -> tuple[int, dict[s
             return 400, error_body(f"call_id must be a string, got {type(call_id).__name__}")
         arguments = value
     else:
-        arguments, status = text, 400  # Episode.call records why it is not an argument object
+        arguments = text  # Episode.call records why it is not an argument object
 
     episode = session.episode
     with session.lock:
-        if episode.ended:
-            status = 409
-        elif status == 200:
-            status = _argument_status(episode, name, arguments)
         observation = episode.call(name, arguments, origin=origin, call_id=call_id)
-        calls = episode.calls
-        step = calls[-1].step if calls else episode.steps_used
+        step = (
+            episode.steps_used
+        )  # a direct call is one step: the one just used, or the last one after the end
         ended = episode.ended
-    return status, {
+    return STATUS_OF_REFUSAL[observation.refused], {
         "ok": observation.ok,
         "result": observation.result,
         "error": observation.error,
@@ -154,19 +157,6 @@ def call_tool(session: ToolSession, name: str, body: bytes) -> tuple[int, dict[s
         "step": step,
         "ended": ended,
     }
-
-
-def _argument_status(episode: Episode, name: str, arguments: dict[str, Any]) -> int:
-    """The status a well-formed call will get: the same checks Episode makes, in the same order."""
-    if argument_problem(arguments, episode.limits) is not None:
-        return 422
-    if name not in episode.tool_names:
-        return 404
-    try:
-        bind_arguments(name, TOOL_SPECS[name].params, arguments)
-    except ArgumentError:
-        return 422
-    return 200
 
 
 tools_router = APIRouter()

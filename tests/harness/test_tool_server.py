@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from shoparena.harness import Episode, jsontext
-from shoparena.harness.tool_routes import Refusal, current_session, reply
+from shoparena.harness.tool_routes import STATUS_OF_REFUSAL, Refusal, current_session, reply
 from shoparena.harness.tool_server import ToolServer, ToolSession
 
 
@@ -238,7 +238,7 @@ def test_any_body_gets_the_observation_the_episode_itself_gives(server, backend,
     with server.session(remote) as token:
         status, answer = request(server, "POST", f"/v1/tools/{name}", raw, token)
     expected = local.call(name, decoded if isinstance(decoded, dict) else text, origin="code")
-    assert status in (200, 400, 404, 422)
+    assert status == STATUS_OF_REFUSAL[expected.refused] and status in (200, 400, 404, 422)
     assert (answer["ok"], answer["error"], answer["text"]) == (expected.ok, expected.error, expected.text)
     assert status == 200 or not answer["ok"]
     assert remote.calls[0].model_dump(exclude={"latency_s"}) == local.calls[0].model_dump(
