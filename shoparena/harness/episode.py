@@ -122,6 +122,7 @@ class Episode:
         step_cap: int | None = None,
         shops: Mapping[str, Shop] | None = None,
         system_prompt: str | None = None,
+        limits: RecordLimits | None = None,
     ) -> Episode:
         """An episode that sees the problem's query and voucher only."""
         return cls(
@@ -133,6 +134,7 @@ class Episode:
             shops=shops,
             problem_id=problem.problem_id,
             system_prompt=system_prompt,
+            limits=limits,
         )
 
     # -- views -----------------------------------------------------------------------------------
