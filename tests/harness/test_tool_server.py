@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import orjson
 import psutil
 import pytest
 from fastapi import APIRouter, Depends
@@ -450,3 +451,17 @@ def test_replies_on_a_kept_alive_connection_are_not_held_back(server, session):
     with socket.socket(fileno=os.dup(accepted.fd)) as server_side:
         assert server_side.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
     connection.close()
+
+
+def test_unwritable_arguments_over_http_are_refused_and_recorded(server, session):
+    episode, token = session
+    status, body = request(server, "POST", "/v1/tools/find_product", b'{"q": "black \\ud800 shirt"}', token)
+    assert status == 422 and "q holds a lone surrogate" in body["error"]
+    deep = b'{"q": ' + b"[" * 400 + b"1" + b"]" * 400 + b"}"
+    status, body = request(server, "POST", "/v1/tools/find_product", deep, token)
+    assert status == 422 and "nested deeper than 32 levels" in body["error"]
+    status, body = request(server, "POST", "/v1/tools/find_product", b"[" * 200_000, token)
+    assert status == 400 and "not valid JSON" in body["error"]
+    assert [c.error is not None for c in episode.calls] == [True] * 3
+    orjson.dumps(episode.summary().model_dump(mode="json"))  # the record can be written
+    assert orjson.dumps(episode.messages) and len(episode.calls[2].raw_arguments) <= 16_384
