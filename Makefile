@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/harness_bench.py --catalog /tmp/shoparena-bench/cat-2700000
 	$(BIN)/python bench/score_bench.py --catalog /tmp/shoparena-bench/cat-2700000
 	$(BIN)/python bench/eval_bench.py
+	$(BIN)/python bench/tool_server_bench.py
 	$(BIN)/python bench/store_bench.py --pg postgresql://postgres@127.0.0.1:5432/postgres
 	$(BIN)/python bench/corpus_bench.py --n 100000 --profile full
 	$(BIN)/python bench/corpus_bench.py --n 1000000 --profile compact

@@ -2,9 +2,10 @@
 the arena's submission format, run once per problem in its own process.
 
 Isolation, per problem: a fresh private working directory holding a copy of the file (the content
-hashed when the agent was made, so an edit on disk cannot change a running agent's version), the
-tool client and the runner; `python -I` (no user site, no PYTHON* variables, no script directory on
-the path); an environment reduced to PATH, HOME/TMPDIR (the private directory), a locale, and
+hashed when the agent was made, so an edit on disk cannot change a running agent's version), and
+beside it a `_shoparena/` directory with the tool client and the runner — the only directory put on
+the miner's path, so no miner file name (`miner_sdk.py` included) can shadow or overwrite them; `python -I` (no user site, no PYTHON* variables, no script
+directory on the path); an environment reduced to PATH, HOME/TMPDIR (the private directory), a locale, and
 SHOPARENA_TOOL_URL/SHOPARENA_SESSION; resource limits (address space, CPU seconds, no core files,
 file size, open files); a new session, so the whole process group is killed at the wall-clock
 timeout and after every run. This is process isolation, not a security sandbox: the file system
@@ -12,7 +13,9 @@ and the network are still reachable; the arena's container sandbox (SPEC §6) is
 
 Trust: the episode's verified log holds every call the miner made through the tool server; the
 steps `agent_main` returns are its claim and are kept, unverified, as `AgentRun.model_outputs`.
-One claim is acted on — see `replay_claimed_ending`.
+One claim is acted on — see `replay_claimed_ending`. Whatever comes back from the miner process is
+bounded before it reaches a record: the steps' size and count, the error and traceback texts, and
+the arguments quoted in notes (the episode bounds what it stores itself).
 """
 
 from __future__ import annotations
@@ -37,17 +40,39 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView
 from shoparena.harness.episode import Episode
+from shoparena.harness.record_limits import clean_text
 from shoparena.harness.tool_server import ToolServer
 
 _HERE = Path(__file__).resolve().parent
 RUNNER_SOURCE = _HERE / "miner_runner.py"
 SDK_SOURCE = _HERE / "miner_sdk.py"
-RUNNER_NAME = "_shoparena_runner.py"
+HARNESS_DIR = "_shoparena"
+"""Inside the working directory: the runner and the SDK, the one directory on the miner's path."""
+RUNNER_NAME = "runner.py"
 SDK_NAME = "miner_sdk.py"
 STDERR_TAIL_BYTES = 4096
-MAX_RESULT_BYTES = 32 << 20
+MAX_RESULT_BYTES = 4 << 20
+"""The claimed steps `agent_main` may return; a real agent's steps are tens of KB."""
+MAX_STEPS = 1000
+MAX_ERROR_CHARS = 2000
 MAX_TRACEBACK_CHARS = 3000
+MAX_SHOWN_CHARS = 200
+"""How much of claimed arguments a note quotes."""
 ENDING_TOOLS = ("recommend_product", "terminate")
+
+
+def shown(value: Any) -> str:
+    """Claimed arguments as a note quotes them: JSON (ASCII, so always writable), cut short."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = "<not JSON>"
+    return text if len(text) <= MAX_SHOWN_CHARS else f"{text[: MAX_SHOWN_CHARS - 3]}... ({len(text):,} chars)"
+
+
+def _clip(text: str, limit: int) -> str:
+    text = clean_text(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars, cut)"
 
 
 # -- the step format miners return (lenient on shape details, strict on what is acted on) --------------
@@ -67,7 +92,7 @@ class ClaimedToolCall(BaseModel):
         if isinstance(value, str):  # some miners keep the JSON text of the arguments
             try:
                 return json.loads(value) if value.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise ValueError(f"parameters is a string but not JSON: {value[:80]!r}") from None
         return value
 
@@ -116,8 +141,10 @@ def parse_steps(value: Any) -> list[MinerStep]:
     if not isinstance(value, list):
         raise StepFormatError(
             f"agent_main must return a list of steps, got {type(value).__name__}"
-            + (f" {value!r}"[:120] if not isinstance(value, dict | list) else "")
+            + (_clip(f" {value!r}", 120) if not isinstance(value, dict | list) else "")
         )
+    if len(value) > MAX_STEPS:
+        raise StepFormatError(f"agent_main returned {len(value):,} steps; at most {MAX_STEPS:,} are read")
     try:
         return _STEPS.validate_python(value)
     except ValidationError as exc:
@@ -125,7 +152,7 @@ def parse_steps(value: Any) -> list[MinerStep]:
         for error in exc.errors()[:5]:
             loc = list(error["loc"])
             where = f"step {loc[0]}" + (": " + ".".join(map(str, loc[1:])) if len(loc) > 1 else "")
-            problems.append(f"{where}: {error['msg']}")
+            problems.append(_clip(f"{where}: {error['msg']}", 300))
         more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
         raise StepFormatError("; ".join(problems) + more) from None
 
@@ -150,14 +177,14 @@ def replay_claimed_ending(episode: Episode, steps: list[MinerStep]) -> list[str]
         if logged:
             if logged[0].arguments != claim.parameters:
                 notes.append(
-                    f"claimed {tool}({json.dumps(claim.parameters)}) differs from the call the server "
-                    f"recorded ({json.dumps(logged[0].arguments)}); the recorded call stands"
+                    f"claimed {tool}({shown(claim.parameters)}) differs from the call the server "
+                    f"recorded ({shown(logged[0].arguments)}); the recorded call stands"
                 )
             continue
         observation = episode.call(tool, claim.parameters, origin="code", call_id=claim.tool_call_id)
-        outcome = "accepted" if observation.ok else f"refused: {observation.error}"
+        outcome = "accepted" if observation.ok else f"refused: {_clip(observation.error or '', 500)}"
         notes.append(
-            f"the miner returned {tool}({json.dumps(claim.parameters)}) without calling it through the "
+            f"the miner returned {tool}({shown(claim.parameters)}) without calling it through the "
             f"tool server; replayed on the episode with origin 'code' ({outcome})"
         )
     return notes
@@ -226,8 +253,10 @@ class FileAgent(Agent):
         os.chmod(workdir, 0o700)
         miner_name = f"{self.name}.py" if self.name.isidentifier() else "miner.py"
         (workdir / miner_name).write_bytes(self.source)
-        shutil.copyfile(RUNNER_SOURCE, workdir / RUNNER_NAME)
-        shutil.copyfile(SDK_SOURCE, workdir / SDK_NAME)
+        harness = workdir / HARNESS_DIR
+        harness.mkdir()
+        shutil.copyfile(RUNNER_SOURCE, harness / RUNNER_NAME)
+        shutil.copyfile(SDK_SOURCE, harness / SDK_NAME)
         limits = {
             "memory_bytes": self.memory_mb << 20 if self.memory_mb else None,
             "cpu_s": self.cpu_s,
@@ -244,7 +273,8 @@ class FileAgent(Agent):
         }
         with tempfile.TemporaryFile() as result_file:
             fd = result_file.fileno()
-            command = [self.python, "-I", RUNNER_NAME, miner_name, str(fd), json.dumps(limits)]
+            runner = f"{HARNESS_DIR}/{RUNNER_NAME}"
+            command = [self.python, "-I", runner, miner_name, str(fd), json.dumps(limits)]
             started = time.monotonic()
             try:
                 process = subprocess.Popen(
@@ -294,9 +324,14 @@ class FileAgent(Agent):
                 f"process group was killed{tail}"
             )
         if len(outcome.result) > MAX_RESULT_BYTES:
-            return AgentRun(error=f"agent_main returned more than {MAX_RESULT_BYTES >> 20} MiB of steps")
+            return AgentRun(
+                error=f"agent_main returned more than {MAX_RESULT_BYTES >> 20} MiB of steps; they were not "
+                "read (the calls made through the tool server are kept)"
+            )
         try:
             envelope = json.loads(outcome.result) if outcome.result else None
+        except RecursionError:
+            return AgentRun(error="agent_main returned steps nested too deeply to read")
         except ValueError:
             envelope = None
         if not isinstance(envelope, dict):
@@ -305,8 +340,9 @@ class FileAgent(Agent):
                 f"{tail}"
             )
         if not envelope.get("ok"):
-            traceback = str(envelope.get("traceback") or "")[-MAX_TRACEBACK_CHARS:]
-            return AgentRun(error=f"agent_main failed: {envelope.get('error')}\n{traceback}{tail}".rstrip())
+            error = _clip(str(envelope.get("error")), MAX_ERROR_CHARS)
+            traceback = clean_text(str(envelope.get("traceback") or "")[-MAX_TRACEBACK_CHARS:])
+            return AgentRun(error=f"agent_main failed: {error}\n{traceback}{tail}".rstrip())
         raw = envelope.get("steps")
         outputs = raw if isinstance(raw, list) else [raw]
         try:

@@ -1,7 +1,10 @@
-"""The program a miner file runs under, in its own process: `python -I miner_runner.py MINER RESULT_FD LIMITS`.
+"""The program a miner file runs under, in its own process: `python -I RUNNER MINER RESULT_FD LIMITS`.
 
-Standard library only and no shoparena imports: the file agent copies it into the miner's private
-working directory, so nothing on the miner's command line or path points back at the evaluator.
+Standard library only and no shoparena imports: the file agent copies it, with the SDK, into a
+directory of its own inside the miner's private working directory, so nothing on the miner's command
+line or path points back at the evaluator, and the miner's file (which is loaded by its path, under
+the module name `miner_agent`) never shares a directory with them: whatever the miner's file is
+called, `import miner_sdk` finds the harness's SDK.
 
 It limits its own process before any miner code is loaded (address space, CPU seconds, no core
 files, file size, open files) — done here rather than in a `preexec_fn`, which is unsafe in a parent
@@ -43,7 +46,7 @@ def _limit(limits: dict) -> None:
 def _write(fd: int, envelope: dict) -> None:
     try:
         data = json.dumps(envelope).encode()
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         data = json.dumps(
             {"ok": False, "error": f"agent_main returned a value that cannot be encoded as JSON: {exc}"}
         ).encode()
@@ -61,9 +64,8 @@ def main() -> None:
     os.dup2(null, 0)
     os.close(null)
 
-    here = os.getcwd()
-    sys.path.insert(0, here)  # `import miner_sdk` resolves to the copy beside the miner
-    sys.argv = [os.path.join(here, miner_file)]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `import miner_sdk`: the harness's
+    sys.argv = [os.path.join(os.getcwd(), miner_file)]
     try:
         spec = importlib.util.spec_from_file_location("miner_agent", sys.argv[0])
         module = importlib.util.module_from_spec(spec)

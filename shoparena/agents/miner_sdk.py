@@ -2,7 +2,10 @@
 
 Standard library only and no shoparena imports, so a miner process can load it without the package
 (the file agent also puts it on the miner's path as `miner_sdk`). It reads where to send calls from
-the environment the file agent sets: SHOPARENA_TOOL_URL and SHOPARENA_SESSION.
+the environment the file agent sets: SHOPARENA_TOOL_URL and SHOPARENA_SESSION. The URL is
+`http://HOST:PORT` or `unix:///PATH/TO.sock` — a Unix socket, which is all a sandbox without a
+network is given. Each call opens its own connection: a call is never re-sent on a reused connection
+the server may have closed, since sending it twice would record it twice.
 
 Every call made here lands in the episode's verified log. Calls are recorded as emitted by code
 (`origin="code"`) unless the miner says its model emitted them (`origin="llm"`): the server cannot
@@ -11,16 +14,17 @@ see a model, so the claim of model authorship is the miner's to make, and it is 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
-import urllib.error
+import socket
 import urllib.parse
-import urllib.request
 from typing import Any
 
 URL_ENV = "SHOPARENA_TOOL_URL"
 SESSION_ENV = "SHOPARENA_SESSION"
 DEFAULT_TIMEOUT_S = 60.0
+UNIX_SCHEME = "unix://"
 
 
 class ToolServerError(RuntimeError):
@@ -38,26 +42,50 @@ def _endpoint() -> tuple[str, str]:
     return url.rstrip("/"), token
 
 
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a Unix socket: the same requests, a path instead of a host and port."""
+
+    def __init__(self, path: str, timeout: float):
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self.socket_path)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def _connection(url: str, timeout_s: float) -> http.client.HTTPConnection:
+    if url.startswith(UNIX_SCHEME):
+        return _UnixConnection(url[len(UNIX_SCHEME) :], timeout_s)
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ToolServerError(0, f"{URL_ENV} must be http://HOST:PORT or unix:///PATH, got {url!r}")
+    return http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout_s)
+
+
 def _request(method: str, path: str, payload: dict | None, timeout_s: float) -> tuple[int, dict]:
     url, token = _endpoint()
     data = json.dumps(payload).encode() if payload is not None else None
-    request = urllib.request.Request(
-        url + path,
-        data=data,
-        method=method,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    connection = _connection(url, timeout_s)
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        body = exc.read()
-        try:
-            return exc.code, json.loads(body or b"{}")
-        except ValueError:
-            return exc.code, {"ok": False, "error": body.decode("utf-8", "replace")[:500]}
-    except (urllib.error.URLError, OSError) as exc:
+        connection.request(method, path, body=data, headers=headers)
+        response = connection.getresponse()
+        status, body = response.status, response.read()
+    except (OSError, http.client.HTTPException) as exc:
         raise ToolServerError(0, f"cannot reach {url}: {exc}") from None
+    finally:
+        connection.close()
+    try:
+        return status, json.loads(body or b"{}")
+    except ValueError:
+        return status, {"ok": False, "error": body.decode("utf-8", "replace")[:500]}
 
 
 def call_tool(name: str, origin: str = "code", call_id: str | None = None, **arguments: Any) -> dict:

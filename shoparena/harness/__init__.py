@@ -25,6 +25,7 @@ from shoparena.harness.protocols import (
     qwen3_tools_system,
     upstream_system_prompt,
 )
+from shoparena.harness.record_limits import RecordLimits
 from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, PROFILES, TOOL_SPECS, ProfileError, tool_schemas
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ProfileError",
     "Protocol",
     "Qwen3Protocol",
+    "RecordLimits",
     "UpstreamProtocol",
     "get_protocol",
     "load_shops",

@@ -6,12 +6,19 @@ each becomes an error observation that says what is wrong, and the episode goes 
 the voucher of a problem are kept; the reward never enters the harness.
 
 A step is one model turn (`run_turn`, however many calls it holds) or one direct `call`.
+
+What the episode stores (the call log and the trace) is bounded and always writable, whatever the
+agent sends (`record_limits`): arguments that cannot be used (a lone surrogate, nesting deeper than
+the cap, an integer beyond 64 bits) or that are too large are refused with an error observation;
+stored results and texts are cut to caps within a per-episode budget; only the first few calls
+after the end are recorded. Every cut is said in the entry's `cut` (and in `notes`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +31,29 @@ from shoparena.harness.models import (
     Origin,
     ParsedCall,
     ParsedTurn,
+    Refusal,
 )
 from shoparena.harness.params import ArgumentError, bind_arguments
+from shoparena.harness.record_limits import (
+    DEFAULT_LIMITS,
+    SURROGATES,
+    RecordLimits,
+    StoreBudget,
+    argument_problem,
+    clean_text,
+    encode,
+    prefix,
+)
 from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, TOOL_SPECS, profile_tools, tool_schemas
 from shoparena.harness.tools import STATELESS_TOOLS, ToolContext, ToolError, split_ids
 from shoparena.index.backend import CatalogBackend
 from shoparena.problems.models import Problem, Voucher
 
 ERROR_PREFIX = "Error: "
+MAX_NAME_BYTES = 128
+"""A stored tool name or call id is cut here (real ones are a few words)."""
+CUT_MARK = " …[cut by the harness]"
+"""Ends a trace text the record holds only part of; the call's `cut` says how much was left out."""
 
 
 def load_shops(catalog_dir: Path | str) -> dict[str, Shop]:
@@ -61,6 +83,7 @@ class Episode:
         shops: Mapping[str, Shop] | None = None,
         problem_id: str | None = None,
         system_prompt: str | None = None,
+        limits: RecordLimits | None = None,
     ):
         self.profile = profile
         self.tool_names = profile_tools(profile)
@@ -69,13 +92,19 @@ class Episode:
             raise ValueError(f"step_cap must be at least 1, got {self.step_cap}")
         self.query = query
         self.problem_id = problem_id
+        self.limits = limits or DEFAULT_LIMITS
         self._ctx = ToolContext(backend=backend, shops=shops or {}, voucher=voucher)
         self._calls: list[CallRecord] = []
         self._turns: list[ParsedTurn] = []
         self._messages: list[dict] = []
+        self._budget = StoreBudget(self.limits)
+        self._notes: list[str] = []
+        self._late_calls = 0
+        self._unrecorded = 0
+        self._drop_anchor: tuple[CallRecord, str | None] | None = None
         if system_prompt:
-            self._messages.append({"role": "system", "content": system_prompt})
-        self._messages.append({"role": "user", "content": query})
+            self._messages.append({"role": "system", "content": clean_text(system_prompt)})
+        self._messages.append({"role": "user", "content": clean_text(query)})
         self._used_ids: set[str] = set()
         self.steps_used = 0
         self.recommended_product_ids: list[str] | None = None
@@ -93,6 +122,7 @@ class Episode:
         step_cap: int | None = None,
         shops: Mapping[str, Shop] | None = None,
         system_prompt: str | None = None,
+        limits: RecordLimits | None = None,
     ) -> Episode:
         """An episode that sees the problem's query and voucher only."""
         return cls(
@@ -104,6 +134,7 @@ class Episode:
             shops=shops,
             problem_id=problem.problem_id,
             system_prompt=system_prompt,
+            limits=limits,
         )
 
     # -- views -----------------------------------------------------------------------------------
@@ -130,6 +161,22 @@ class Episode:
         """The trace in OpenAI chat format: system?, user query, assistant (tool_calls) and tool messages."""
         return list(self._messages)
 
+    @property
+    def notes(self) -> list[str]:
+        """What the harness left out of this episode's record, beyond each call's own `cut`."""
+        notes = list(self._notes)
+        if self._unrecorded:
+            notes.append(
+                f"{self._unrecorded} call(s) made after the end were refused and not recorded (only the "
+                f"first {self.limits.max_calls_after_end} after the end are)"
+            )
+        if self._budget.spent:
+            notes.append(
+                f"the record budget of {self.limits.max_episode_bytes:,} bytes was spent; later results "
+                f"and texts are stored as previews of {self.limits.preview_bytes:,} bytes"
+            )
+        return notes
+
     def summary(self) -> EpisodeSummary:
         return EpisodeSummary(
             problem_id=self.problem_id,
@@ -143,6 +190,7 @@ class Episode:
             ended=self.ended,
             end_reason=self.end_reason,
             calls=self.calls,
+            notes=self.notes,
         )
 
     # -- driving -----------------------------------------------------------------------------------
@@ -163,10 +211,12 @@ class Episode:
             parsed.arguments = arguments or {}
         else:
             parsed.error = f"{name}: arguments must be a JSON object, got {type(arguments).__name__}"
+        self._close_full_log()
         counted = not self.ended
         step = self._begin_step()
-        observation = self._dispatch(step, parsed, origin, counted, raw)
-        self._append_exchange(None, None, [parsed], [observation])
+        observation, stored = self._dispatch(step, parsed, origin, counted, raw)
+        if stored is not None:
+            self._append_exchange(step, None, None, [stored])
         self._end_step(counted)
         return observation
 
@@ -179,12 +229,19 @@ class Episode:
 
         turn = get_protocol(protocol).parse(model_output)
         self._turns.append(turn)
+        self._close_full_log()
         counted = not self.ended
+        dropping = not counted and self._late_calls >= self.limits.max_calls_after_end
         step = self._begin_step()
-        observations = [
-            self._dispatch(step, call, origin, counted and not self.ended, None) for call in turn.calls
-        ]
-        self._append_exchange(turn.thinking, turn.content, turn.calls, observations)
+        observations, stored = [], []
+        for call in turn.calls:
+            self._close_full_log()
+            observation, kept = self._dispatch(step, call, origin, counted and not self.ended, None)
+            observations.append(observation)
+            if kept is not None:
+                stored.append(kept)
+        if stored or not dropping:
+            self._append_exchange(step, turn.thinking, turn.content, stored)
         self._end_step(counted)
         return observations
 
@@ -199,7 +256,14 @@ class Episode:
         if not self.ended and self.steps_used >= self.step_cap:
             self.end_reason = f"step cap reached: {self.step_cap} steps used without terminate"
 
-    def _new_call_id(self, wanted: str | None) -> str:
+    def _close_full_log(self) -> None:
+        if not self.ended and len(self._calls) >= self.limits.max_calls:
+            self.end_reason = f"call log cap reached: {self.limits.max_calls} calls recorded"
+
+    def _new_call_id(self, wanted: str | None) -> tuple[str, str | None]:
+        note = None
+        if wanted and (len(wanted) > MAX_NAME_BYTES or SURROGATES.search(wanted)):
+            note, wanted = "the agent's call id was not usable (over 128 characters or invalid text)", None
         if wanted and wanted not in self._used_ids:
             call_id = wanted
         else:
@@ -207,57 +271,152 @@ class Episode:
             while call_id in self._used_ids:
                 call_id += "_"
         self._used_ids.add(call_id)
-        return call_id
+        return call_id, note
 
     def _dispatch(
         self, step: int, call: ParsedCall, origin: Origin, counted: bool, raw: str | None
-    ) -> Observation:
+    ) -> tuple[Observation, _Stored | None]:
+        """Run one call; the observation for the agent and what the record keeps (None: not kept)."""
         started = time.perf_counter()
-        call_id = self._new_call_id(call.id)
+        call_id, id_note = self._new_call_id(call.id)
         call.id = call_id
         result: Any = None
         error: str | None = None
+        refused: Refusal | None = None
         try:
             if not counted:
+                refused = "ended"
                 error = f"the episode has ended ({self.end_reason}); no further tool calls are executed"
             elif call.error is not None:
-                error = call.error
+                refused, error = "malformed", call.error
             else:
-                result = self._execute(call.name, call.arguments or {})
-        except (ArgumentError, ToolError) as exc:
+                problem = argument_problem(call.arguments or {}, self.limits)
+                if problem is not None:
+                    refused, error = "unusable", f"{call.name}: {problem}; the call was not executed"
+                else:
+                    result = self._execute(call.name, call.arguments or {})
+        except _NotInProfile as exc:
+            refused, error = "unknown_tool", str(exc)
+        except ArgumentError as exc:
+            refused, error = "bad_arguments", str(exc)
+        except ToolError as exc:
             error = str(exc)
         except Exception as exc:  # a tool bug must not end the episode; the log keeps what happened
             error = f"{call.name}: internal error: {type(exc).__name__}: {exc}"
         latency = time.perf_counter() - started
-        self._calls.append(
-            CallRecord(
-                step=step,
-                call_id=call_id,
-                name=call.name,
-                arguments=call.arguments,
-                raw_arguments=raw if raw is not None else (call.raw or None) if call.error else None,
-                result=result,
-                error=error,
-                latency_s=latency,
-                origin=origin,
-                counted=counted,
-            )
-        )
+        name = clean_text(call.name)
+        data: bytes | None = None
         if error is not None:
-            return Observation(
-                call_id=call_id, name=call.name, ok=False, error=error, text=ERROR_PREFIX + error
+            error = clean_text(error)
+            observation = Observation(
+                call_id=call_id, name=name, ok=False, error=error, text=ERROR_PREFIX + error, refused=refused
             )
-        return Observation(
-            call_id=call_id, name=call.name, ok=True, result=result, text=observation_text(result)
+        else:
+            # catalogue data and checked arguments, but a JSON-string argument the tool decodes can
+            # still carry a surrogate into a result: the agent is answered with what can be written
+            result, data = encode(result, self.limits.max_depth)
+            text = result if isinstance(result, str) else data.decode()
+            observation = Observation(call_id=call_id, name=name, ok=True, result=result, text=text)
+        raw_text = raw if raw is not None else (call.raw or None) if call.error else None
+        stored = self._store(step, call, observation, data, origin, counted, raw_text, latency, id_note)
+        return observation, stored
+
+    def _store(
+        self,
+        step: int,
+        call: ParsedCall,
+        observation: Observation,
+        result_json: bytes | None,
+        origin: Origin,
+        counted: bool,
+        raw: str | None,
+        latency: float,
+        id_note: str | None,
+    ) -> _Stored | None:
+        """The call log entry and trace texts of one call, within the episode's caps."""
+        limits, budget = self.limits, self._budget
+        if not counted:
+            self._late_calls += 1
+            if self._late_calls > limits.max_calls_after_end:
+                self._unrecorded += 1
+                self._mark_unrecorded()
+                return None
+        cuts = [id_note] if id_note else []
+        name, note = budget.text(call.name, "tool name", cap=MAX_NAME_BYTES)
+        cuts.append(note)
+        arguments: dict[str, Any] | None = None
+        if call.arguments is not None:
+            value, data = encode(call.arguments, limits.max_depth)
+            room = budget.room()
+            if len(data) > min(limits.max_argument_bytes, room):
+                raw = prefix(data, limits.preview_bytes)
+                why = (
+                    f"over the {limits.max_argument_bytes:,}-byte limit"
+                    if len(data) > limits.max_argument_bytes
+                    else f"the episode's record budget of {limits.max_episode_bytes:,} bytes is spent"
+                )
+                cuts.append(
+                    f"arguments of {len(data):,} bytes ({why}) kept as the first "
+                    f"{limits.preview_bytes:,} bytes of their JSON text in raw_arguments"
+                )
+            else:
+                arguments = value
+                budget.used += len(data)
+                if value is not call.arguments:
+                    cuts.append("arguments: unusable parts replaced (see the error)")
+        raw, note = budget.text(raw, "raw arguments", cap=limits.max_argument_bytes)
+        cuts.append(note)
+        result = None
+        if observation.ok:
+            result, note = budget.value(observation.result, "result", result_json)
+            cuts.append(note)
+        error, note = budget.text(observation.error, "error")
+        cuts.append(note)
+        cut = "; ".join(c for c in cuts if c) or None
+        record = CallRecord(
+            step=step,
+            call_id=observation.call_id,
+            name=name or "",
+            arguments=arguments,
+            raw_arguments=raw,
+            result=result,
+            error=error,
+            latency_s=latency,
+            origin=origin,
+            counted=counted,
+            cut=cut,
         )
+        self._calls.append(record)
+        # the observation is already clean, so anything the budget changed was cut for size
+        if error is not None:
+            content = ERROR_PREFIX + error + (CUT_MARK if error is not observation.error else "")
+        else:
+            content = observation_text(result) + (CUT_MARK if result is not observation.result else "")
+        arguments_text = jsontext.dumps(arguments) if arguments is not None else raw or ""
+        return _Stored(record, arguments_text, content)
+
+    def _mark_unrecorded(self) -> None:
+        """Say on the last stored entry how many later calls were not recorded."""
+        if self._drop_anchor is None:
+            if not self._calls:
+                return
+            self._drop_anchor = (self._calls[-1], self._calls[-1].cut)
+        record, own = self._drop_anchor
+        dropped = (
+            f"{self._unrecorded} later call(s) after the end were refused and not recorded (only the "
+            f"first {self.limits.max_calls_after_end} after the end are)"
+        )
+        record.cut = f"{own}; {dropped}" if own else dropped
 
     def _execute(self, name: str, arguments: dict[str, Any]) -> Any:
         spec = TOOL_SPECS.get(name)
         if name not in self.tool_names:
             valid = ", ".join(self.tool_names)
             if spec is None:
-                raise ToolError(f"unknown tool {name!r}; valid tools: {valid}")
-            raise ToolError(f"tool {name!r} is not available in profile {self.profile}; valid tools: {valid}")
+                raise _NotInProfile(f"unknown tool {name!r}; valid tools: {valid}")
+            raise _NotInProfile(
+                f"tool {name!r} is not available in profile {self.profile}; valid tools: {valid}"
+            )
         bound = bind_arguments(name, spec.params, arguments)
         if name == "recommend_product":
             return self._recommend(bound["product_ids"])
@@ -284,35 +443,55 @@ class Episode:
         self.end_reason = f"terminated with status {status}"
         return f"The interaction has been completed with status: {status}"
 
+    def _model_text(self, step: int, text: str | None, what: str) -> str | None:
+        stored, note = self._budget.text(text, what)
+        if note:
+            self._notes.append(f"step {step}: {note}")
+            if stored is not None and stored != clean_text(text or ""):
+                stored += CUT_MARK
+        return stored
+
     def _append_exchange(
-        self,
-        thinking: str | None,
-        content: str | None,
-        calls: list[ParsedCall],
-        observations: list[Observation],
+        self, step: int, thinking: str | None, content: str | None, stored: list[_Stored]
     ) -> None:
-        message: dict[str, Any] = {"role": "assistant", "content": content}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": self._model_text(step, content, "model content"),
+        }
         if thinking is not None:
-            message["reasoning_content"] = thinking
-        if calls:
+            message["reasoning_content"] = self._model_text(step, thinking, "model reasoning")
+        if stored:
             message["tool_calls"] = [
                 {
-                    "id": call.id,
+                    "id": entry.record.call_id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": _arguments_text(call)},
+                    "function": {"name": entry.record.name, "arguments": entry.arguments_text},
                 }
-                for call in calls
+                for entry in stored
             ]
         self._messages.append(message)
-        for observation in observations:
+        for entry in stored:
             self._messages.append(
                 {
                     "role": "tool",
-                    "tool_call_id": observation.call_id,
-                    "name": observation.name,
-                    "content": observation.text,
+                    "tool_call_id": entry.record.call_id,
+                    "name": entry.record.name,
+                    "content": entry.content,
                 }
             )
+
+
+class _NotInProfile(ToolError):
+    """No such tool in this episode's profile (a refusal of the call, not of the tool)."""
+
+
+@dataclass
+class _Stored:
+    """One call as the record keeps it: its log entry and its texts in the trace."""
+
+    record: CallRecord
+    arguments_text: str
+    content: str
 
 
 def _call_from_json(name: str, text: str, call_id: str | None) -> ParsedCall:
@@ -330,9 +509,3 @@ def _call_from_json(name: str, text: str, call_id: str | None) -> ParsedCall:
             error=f"{name}: arguments must be a JSON object, got {text[:80]!r}",
         )
     return ParsedCall(name=name, id=call_id, arguments=value, raw=text)
-
-
-def _arguments_text(call: ParsedCall) -> str:
-    if call.arguments is None:
-        return call.raw
-    return jsontext.dumps(call.arguments)

@@ -21,8 +21,12 @@ def dumps(value: Any) -> str:
 
 
 def loads(text: str) -> Any:
-    """Decode JSON; raises ValueError (json.JSONDecodeError is one) with the position of the problem."""
+    """Decode JSON; raises ValueError (json.JSONDecodeError is one) with the position of the problem,
+    also for nesting too deep for the stdlib decoder (its RecursionError is no user's error)."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply to decode") from None

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Origin = Literal["llm", "code"]
 TerminateStatus = Literal["success", "failure"]
+Refusal = Literal["ended", "malformed", "unusable", "unknown_tool", "bad_arguments"]
 
 
 class ParsedCall(BaseModel):
@@ -56,6 +57,10 @@ class Observation(BaseModel):
     result: Any = None
     error: str | None = None
     text: str
+    refused: Refusal | None = None
+    """Why no tool ran, when none did: the episode had ended, the call was malformed, its arguments
+    were unusable (`record_limits`), the tool is not in the profile, or the arguments do not fit it.
+    None when the tool ran (it may still have refused, e.g. an id not in the catalogue)."""
 
 
 class CallRecord(BaseModel):
@@ -74,6 +79,9 @@ class CallRecord(BaseModel):
     origin: Origin
     counted: bool = True
     """False for calls refused because the episode had already ended (a call made after the end uses no step)."""
+    cut: str | None = None
+    """What the harness cut or replaced in this entry to keep the record writable and bounded, and why
+    (see `record_limits`); None when the entry is stored as made."""
 
 
 class EpisodeSummary(BaseModel):
@@ -92,3 +100,5 @@ class EpisodeSummary(BaseModel):
     ended: bool
     end_reason: str | None
     calls: list[CallRecord]
+    notes: list[str] = Field(default_factory=list)
+    """What the harness left out of the episode's record (calls not recorded, a spent budget)."""

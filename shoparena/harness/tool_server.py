@@ -6,6 +6,13 @@ can answer leaks one. Every call goes through `Episode.call`, so the verified ca
 observations and the step accounting are identical to an in-process run; HTTP only adds a status
 code that says which kind of problem a failed call had.
 
+It is an ASGI app (`tool_routes`, FastAPI) served by uvicorn on an event loop in a background thread
+of the process that owns the episodes, listening on loopback TCP, on a Unix socket (what a sandbox
+without a network gets bind-mounted), or both. Asynchronous accept and keep-alive mean hundreds of
+concurrent or idle connections cost no threads; the listen backlog is large, so bursts are queued,
+not reset. More routes (the inference proxy) mount beside the tools with `routers=` or
+`include_router`, and authenticate with the same tokens (`tool_routes.current_session`).
+
 Wire format (JSON both ways):
 - `GET  /v1/health` → `{"ok": true}` (no token needed).
 - `GET  /v1/tools` → `{"profile", "tools": [OpenAI schemas], "step_cap", "steps_used", "ended"}`.
@@ -18,91 +25,156 @@ Wire format (JSON both ways):
 Status codes of a tool call (every one of these is recorded in the episode's log):
 200 the tool ran (`ok` false when the tool itself refused, e.g. an id not in the catalogue — the
 model would see the same error observation); 400 the body is not a JSON object; 404 no such tool in
-the episode's profile; 409 the episode has already ended; 422 the arguments do not fit the tool.
+the episode's profile; 409 the episode has already ended; 422 the arguments do not fit the tool, or
+cannot be used at all (invalid text, nested too deep, too large: see `record_limits`).
 Not recorded (no call happened): 401 unknown or expired token, 411/413 body without length or too
-large, 400 a bad `origin`/`call_id`, 404 an unknown path.
+large, 400 a bad `origin`/`call_id`, 404 an unknown path or method.
 
 Authentication: `Authorization: Bearer <token>` or `X-Session: <token>`.
+Addresses: `url` is `http://HOST:PORT` when listening on TCP, else `unix:///PATH` (the form
+`miner_sdk` reads from SHOPARENA_TOOL_URL); `tcp_url` and `unix_url` give each one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
+import socket
+import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from shoparena.harness import jsontext
+import uvicorn
+from fastapi import APIRouter, FastAPI
+
 from shoparena.harness.episode import Episode
-from shoparena.harness.params import ArgumentError, bind_arguments
-from shoparena.harness.tool_specs import TOOL_SPECS
+from shoparena.harness.tool_routes import RESERVED_KEYS, build_app
 
-RESERVED_KEYS = ("origin", "call_id")
-ORIGINS = ("llm", "code")
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "RESERVED_KEYS", "ToolServer", "ToolSession"]
+
 DEFAULT_MAX_BODY_BYTES = 1 << 20
-TOOLS_PREFIX = "/v1/tools/"
-
-if any(p.name in RESERVED_KEYS for spec in TOOL_SPECS.values() for p in spec.params):
-    raise RuntimeError(f"a tool parameter collides with a reserved tool-server request key {RESERVED_KEYS}")
+BACKLOG = 2048
+"""Connections the kernel queues before accept; the old server's 5 reset bursts of concurrent calls."""
+START_TIMEOUT_S = 10.0
+SHUTDOWN_GRACE_S = 3.0
+"""How long `stop()` lets calls in flight finish before it cancels them."""
+MAX_UNIX_PATH_BYTES = 107
 
 
 @dataclass
-class _Session:
+class ToolSession:
+    """One registered episode, found by its token."""
+
+    token: str
     episode: Episode
     expires_at: float | None
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Serialises calls: an Episode is not thread-safe, and a log entry's step must match its order."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """What routes mounted beside the tools keep per session (e.g. the inference proxy's log)."""
 
 
 class ToolServer:
-    """HTTP tool server on loopback; use as a context manager or call `start()`/`stop()`.
+    """HTTP tool server on loopback TCP and/or a Unix socket; a context manager, or `start()`/`stop()`.
 
-    Thread-safe: many sessions can be served at once, calls within one session run one at a time.
+    `host=None` listens on no TCP port (then `socket_path` is required); `socket_path` creates the
+    socket file with `socket_mode` (0600: only this user may connect) and removes it on stop.
+    Thread-safe: many sessions are served at once, calls within one session run one at a time.
     """
 
     def __init__(
         self,
-        host: str = "127.0.0.1",
+        host: str | None = "127.0.0.1",
         port: int = 0,
         *,
+        socket_path: str | os.PathLike[str] | None = None,
+        socket_mode: int = 0o600,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         request_timeout_s: float = 30.0,
+        routers: Sequence[APIRouter] = (),
     ):
+        if host is None and socket_path is None:
+            raise ValueError("a tool server needs a TCP host or a socket_path to listen on")
         self.host = host
         self.port = port
+        self.socket_path = Path(socket_path) if socket_path is not None else None
+        self.socket_mode = socket_mode
         self.max_body_bytes = max_body_bytes
         self.request_timeout_s = request_timeout_s
-        self._sessions: dict[str, _Session] = {}
+        self._routers = list(routers)
+        self._sessions: dict[str, ToolSession] = {}
         self._lock = threading.Lock()
-        self._httpd: _HTTPServer | None = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._socket_inode: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
+    def include_router(self, router: APIRouter) -> None:
+        """Mount more routes beside the tools (before `start()`)."""
+        if self._server is not None:
+            raise RuntimeError("routers are mounted before the tool server starts")
+        self._routers.append(router)
+
+    def build_app(self) -> FastAPI:
+        return build_app(self, self._routers)
+
     def start(self) -> ToolServer:
-        if self._httpd is not None:
+        if self._server is not None:
             return self
-        handler = type("_BoundHandler", (_Handler,), {"timeout": self.request_timeout_s})
-        self._httpd = _HTTPServer((self.host, self.port), handler, self)
-        self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name=f"tool-server:{self.port}", daemon=True
+        sockets = self._bind()
+        config = uvicorn.Config(
+            self.build_app(),
+            lifespan="off",
+            log_config=None,
+            server_header=False,
+            date_header=False,
+            timeout_keep_alive=max(1, round(self.request_timeout_s)),
+            timeout_graceful_shutdown=int(SHUTDOWN_GRACE_S),
+            backlog=BACKLOG,
         )
-        self._thread.start()
+        server = uvicorn.Server(config)
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            try:
+                server.run(sockets=sockets)
+            except BaseException as exc:  # reported by start(); a thread's exception would be lost
+                failure.append(exc)
+
+        name = f"tool-server:{self.port if self.host is not None else self.socket_path}"
+        thread = threading.Thread(target=serve, name=name, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        if not server.started:
+            server.should_exit = True
+            thread.join(timeout=2)
+            for sock in sockets:
+                sock.close()
+            self._remove_socket_file()
+            why = f": {type(failure[0]).__name__}: {failure[0]}" if failure else ""
+            raise RuntimeError(f"the tool server did not start{why}")
+        self._server, self._thread = server, thread
         return self
 
     def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
+        server, self._server = self._server, None
+        if server is None:
             return
-        httpd.shutdown()
-        httpd.server_close()
+        server.should_exit = True
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=SHUTDOWN_GRACE_S + 2)
+            if self._thread.is_alive():
+                server.force_exit = True
+                self._thread.join(timeout=2)
+        self._remove_socket_file()
         with self._lock:
             self._sessions.clear()
 
@@ -114,21 +186,101 @@ class ToolServer:
 
     @property
     def running(self) -> bool:
-        return self._httpd is not None
+        return self._server is not None
+
+    @property
+    def tcp_url(self) -> str | None:
+        if self.host is None:
+            return None
+        self._require_running()
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def unix_url(self) -> str | None:
+        if self.socket_path is None:
+            return None
+        self._require_running()
+        return f"unix://{self.socket_path}"
 
     @property
     def url(self) -> str:
-        if self._httpd is None:
+        """The TCP URL when listening on TCP, else the Unix socket's `unix:///PATH`."""
+        url = self.tcp_url or self.unix_url
+        assert url is not None
+        return url
+
+    def _require_running(self) -> None:
+        if self._server is None:
             raise RuntimeError("the tool server is not running; call start() or use it as a context manager")
-        return f"http://{self.host}:{self.port}"
+
+    # -- listening sockets --------------------------------------------------------------------------
+    def _bind(self) -> list[socket.socket]:
+        sockets: list[socket.socket] = []
+        try:
+            if self.host is not None:
+                sockets.append(self._bind_tcp(self.host, self.port))
+                self.port = sockets[-1].getsockname()[1]
+            if self.socket_path is not None:
+                sockets.append(self._bind_unix(self.socket_path))
+        except BaseException:
+            for sock in sockets:
+                sock.close()
+            raise
+        return sockets
+
+    @staticmethod
+    def _bind_tcp(host: str, port: int) -> socket.socket:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+        # and without it a reply's header and body writes wait on delayed ACKs (40 ms per call)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(BACKLOG)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _bind_unix(self, path: Path) -> socket.socket:
+        if len(os.fsencode(path)) > MAX_UNIX_PATH_BYTES:
+            raise ValueError(f"Unix socket path {path} is longer than {MAX_UNIX_PATH_BYTES} bytes")
+        if path.is_symlink() or path.exists():
+            if not stat.S_ISSOCK(path.lstat().st_mode):
+                raise FileExistsError(f"{path} exists and is not a socket; not replacing it")
+            if _socket_in_use(path):
+                raise OSError(f"{path}: another server is listening on this socket")
+            path.unlink()  # a stale socket of a server that did not stop cleanly
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(path))
+            os.chmod(path, self.socket_mode)  # before listen(): nobody can connect in between
+            sock.listen(BACKLOG)
+            self._socket_inode = path.stat().st_ino
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _remove_socket_file(self) -> None:
+        path, inode, self._socket_inode = self.socket_path, self._socket_inode, None
+        if path is not None and inode is not None:
+            with contextlib.suppress(OSError):
+                if path.lstat().st_ino == inode:  # ours, not a socket another server made since
+                    path.unlink()
 
     # -- sessions ----------------------------------------------------------------------------------
-    def register(self, episode: Episode, ttl_s: float | None = None) -> str:
-        """Open a session on `episode`; the token is what the agent sends. `ttl_s` bounds its life."""
+    def register(
+        self, episode: Episode, ttl_s: float | None = None, *, state: dict[str, Any] | None = None
+    ) -> str:
+        """Open a session on `episode`; the token is what the agent sends. `ttl_s` bounds its life;
+        `state` starts the session's `state` (for routes mounted beside the tools)."""
         token = secrets.token_urlsafe(32)
         expires_at = time.monotonic() + ttl_s if ttl_s is not None else None
         with self._lock:
-            self._sessions[token] = _Session(episode, expires_at)
+            self._sessions[token] = ToolSession(token, episode, expires_at, state=dict(state or {}))
         return token
 
     def revoke(self, token: str) -> None:
@@ -147,7 +299,8 @@ class ToolServer:
         finally:
             self.revoke(token)
 
-    def _session(self, token: str | None) -> _Session | None:
+    def session_of(self, token: str | None) -> ToolSession | None:
+        """The live session of `token`; None for a missing, unknown, revoked or expired one."""
         if not token:
             return None
         with self._lock:
@@ -161,151 +314,14 @@ class ToolServer:
                 return None
         return session
 
-    # -- request handling (called from handler threads) ---------------------------------------------
-    def handle_tools(self, session: _Session) -> tuple[int, dict]:
-        episode = session.episode
-        with session.lock:
-            return 200, {
-                "profile": episode.profile,
-                "tools": episode.tools,
-                "step_cap": episode.step_cap,
-                "steps_used": episode.steps_used,
-                "ended": episode.ended,
-            }
 
-    def handle_call(self, session: _Session, name: str, body: bytes) -> tuple[int, dict]:
-        text = body.decode("utf-8", errors="replace")
-        arguments: dict[str, Any] | str
-        origin, call_id, status = "code", None, 200
-        try:
-            value = jsontext.loads(text) if text.strip() else {}
-        except ValueError:
-            value, status = None, 400
-        if isinstance(value, dict):
-            origin = value.pop("origin", "code")
-            call_id = value.pop("call_id", None)
-            if origin not in ORIGINS:
-                return 400, _error(f"origin must be one of {', '.join(ORIGINS)}, got {origin!r}")
-            if call_id is not None and not isinstance(call_id, str):
-                return 400, _error(f"call_id must be a string, got {type(call_id).__name__}")
-            arguments = value
-        else:
-            arguments, status = text, 400  # Episode.call records why it is not an argument object
-
-        episode = session.episode
-        with session.lock:
-            if episode.ended:
-                status = 409
-            elif status == 200:
-                status = _argument_status(episode, name, arguments)
-            observation = episode.call(name, arguments, origin=origin, call_id=call_id)
-            step = episode.calls[-1].step
-            ended = episode.ended
-        return status, {
-            "ok": observation.ok,
-            "result": observation.result,
-            "error": observation.error,
-            "text": observation.text,
-            "call_id": observation.call_id,
-            "step": step,
-            "ended": ended,
-        }
-
-
-def _argument_status(episode: Episode, name: str, arguments: dict[str, Any]) -> int:
-    """The status a well-formed call will get: the same checks Episode makes, in the same order."""
-    if name not in episode.tool_names:
-        return 404
+def _socket_in_use(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        bind_arguments(name, TOOL_SPECS[name].params, arguments)
-    except ArgumentError:
-        return 422
-    return 200
-
-
-def _error(message: str) -> dict:
-    return {"ok": False, "error": message}
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], handler: type, tool_server: ToolServer):
-        super().__init__(address, handler)
-        self.tool_server = tool_server
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _HTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: a per-request line on stderr would drown a run's own output."""
-
-    def do_GET(self) -> None:
-        path = urlsplit(self.path).path
-        if path == "/v1/health":
-            self._reply(200, {"ok": True})
-            return
-        if path != "/v1/tools":
-            self._reply(
-                404, _error(f"no such endpoint: GET {path}; use GET /v1/tools or POST /v1/tools/NAME")
-            )
-            return
-        session = self._authenticate()
-        if session is not None:
-            self._reply(*self.server.tool_server.handle_tools(session))
-
-    def do_POST(self) -> None:
-        path = urlsplit(self.path).path
-        if not path.startswith(TOOLS_PREFIX) or not path[len(TOOLS_PREFIX) :]:
-            self.close_connection = True
-            self._reply(404, _error(f"no such endpoint: POST {path}; use POST /v1/tools/NAME"))
-            return
-        name = unquote(path[len(TOOLS_PREFIX) :])
-        session = self._authenticate()
-        if session is None:
-            return
-        body = self._read_body()
-        if body is not None:
-            self._reply(*self.server.tool_server.handle_call(session, name, body))
-
-    def _authenticate(self) -> _Session | None:
-        header = self.headers.get("Authorization", "")
-        token = header[7:].strip() if header[:7].lower() == "bearer " else self.headers.get("X-Session")
-        session = self.server.tool_server._session(token)
-        if session is None:
-            self.close_connection = True
-            what = "unknown or expired session token" if token else "missing session token"
-            self._reply(401, _error(f"{what}; send 'Authorization: Bearer TOKEN' or 'X-Session: TOKEN'"))
-        return session
-
-    def _read_body(self) -> bytes | None:
-        limit = self.server.tool_server.max_body_bytes
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            self.close_connection = True
-            self._reply(411, _error("chunked bodies are not accepted; send Content-Length"))
-            return None
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self.close_connection = True
-            self._reply(400, _error("Content-Length is not a non-negative integer"))
-            return None
-        if length > limit:
-            self.close_connection = True  # the unread body must not be parsed as the next request
-            self._reply(413, _error(f"request body of {length} bytes exceeds the limit of {limit} bytes"))
-            return None
-        return self.rfile.read(length)
-
-    def _reply(self, status: int, payload: dict) -> None:
-        data = jsontext.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
+        probe.settimeout(1.0)
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True

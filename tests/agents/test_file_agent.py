@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -345,3 +346,41 @@ def test_replay_notes_reach_the_trajectory_record(file_catalog, file_problems, t
     )
     record = json.loads((out / "trajectories.jsonl").read_text().splitlines()[0])
     assert any("replayed on the episode with origin 'code'" in n for n in record["outcome"]["notes"])
+
+
+# -- the harness's own files, a Unix-socket server ----------------------------------------------------
+@pytest.mark.parametrize("file_name", ["miner_sdk.py", "_shoparena_runner.py", "runner.py"])
+def test_a_miner_named_like_a_harness_file_still_runs(
+    tmp_path, file_name, file_catalog, file_problems, file_server
+):
+    path = tmp_path / file_name
+    shutil.copy(MINERS / "good_miner.py", path)
+    agent = make_file_agent(str(path), server=file_server)
+    episode, run = run_on_problem(agent, file_catalog, file_problems[0])
+    assert run.error is None and episode.terminated == "success"
+    assert [c.name for c in episode.calls][-2:] == ["recommend_product", "terminate"]
+
+
+def test_a_miner_reaches_a_server_listening_on_a_unix_socket_only(file_catalog, file_problems):
+    with (
+        tempfile.TemporaryDirectory(prefix="fa-", dir="/tmp") as where,
+        ToolServer(host=None, socket_path=Path(where) / "tools.sock") as unix_only,
+    ):
+        assert unix_only.url.startswith("unix:///")
+        episode, run = run_on_problem(miner("good_miner", unix_only), file_catalog, file_problems[0])
+    assert run.error is None and episode.terminated == "success"
+    assert {c.origin for c in episode.calls} == {"llm", "code"}
+
+
+def test_the_sdk_refuses_an_address_it_cannot_use(tmp_path, monkeypatch, file_catalog):
+    agent = miner("good_miner", None)
+    bad = tmp_path / "bad_url_miner.py"
+    bad.write_text(
+        "import os, miner_sdk\n"
+        "def agent_main(problem_data):\n"
+        "    os.environ['SHOPARENA_TOOL_URL'] = 'ftp://x'\n"
+        "    miner_sdk.list_tools()\n"
+    )
+    _, run = run_on_query(make_file_agent(str(bad), server=agent.server()), file_catalog, "q")
+    agent.close()
+    assert "SHOPARENA_TOOL_URL must be http://HOST:PORT or unix:///PATH, got 'ftp://x'" in run.error
