@@ -49,10 +49,11 @@ def canonical_hotkey(ss58_address: str) -> str:
         keypair = public_keypair(ss58_address)
     except ValueError as exc:
         raise ValueError(f"{ss58_address!r} is not a valid SS58 address ({exc})") from None
-    if keypair.ss58_address != ss58_address:
+    generic = Keypair(public_key="0x" + bytes(keypair.public_key).hex()).ss58_address
+    if generic != ss58_address:
         raise ValueError(
             f"{ss58_address!r} is an SS58 address of another network; the arena uses the generic "
-            f"format 42 ({keypair.ss58_address})"
+            f"format 42 ({generic})"
         )
     return ss58_address
 

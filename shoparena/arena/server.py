@@ -77,7 +77,9 @@ def json_response(model: BaseModel, status: int = 200, headers: dict[str, str] |
 def _refusal(
     status: int, error: str, message: str, reason: str | None = None, retry_after_s: int | None = None
 ):
-    headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else None
+    headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else {}
+    if status == 413:
+        headers["Connection"] = "close"  # end the upload now instead of draining the rest of it
     body = Refusal(error=error, reason=reason, message=message, retry_after_s=retry_after_s)
     return json_response(body, status, headers)
 

@@ -10,6 +10,16 @@ from rich.table import Table
 
 from shoparena.cli.common import console, err_console, fail, print_json
 
+
+def say(*objects, **options) -> None:
+    """One message on stdout, never wrapped (paths and URLs stay whole for copying) nor highlighted."""
+    console.print(*objects, soft_wrap=True, highlight=False, **options)
+
+
+def say_err(*objects, **options) -> None:
+    err_console.print(*objects, soft_wrap=True, highlight=False, **options)
+
+
 arena_app = typer.Typer(
     name="arena",
     help="Run an arena: `init` a directory, `register` hotkeys, `serve` the signed API (SPEC §6).",
@@ -90,9 +100,9 @@ def init_cmd(
         raise fail(str(exc)) from None
     with arena:
         config = arena.config
-        console.print(f"arena {arena_dir}: {config.problems_count} problems, state {arena.store.url}")
-        console.print(f"code store {arena.code.url}, nonce store {config.nonce_store}")
-        console.print(f"next: `shoparena arena register --dir {arena_dir} --hotkey SS58 --role miner`")
+        say(f"arena {arena_dir}: {config.problems_count} problems, state {arena.store.url}")
+        say(f"code store {arena.code.url}, nonce store {config.nonce_store}")
+        say(f"next: `shoparena arena register --dir {arena_dir} --hotkey SS58 --role miner`")
 
 
 @arena_app.command("register")
@@ -115,7 +125,7 @@ def register_cmd(
         if remove:
             if not arena.metagraph.remove(hotkey):
                 raise fail(f"hotkey {hotkey} is not registered on {arena_dir}")
-            console.print(f"removed {hotkey}")
+            say(f"removed {hotkey}")
             return
         if role is None:
             raise fail("--role miner|validator is required (or --remove)")
@@ -123,7 +133,7 @@ def register_cmd(
             neuron = arena.metagraph.register(hotkey, role, stake, uid=uid)
         except ArenaError as exc:
             raise fail(str(exc)) from None
-    console.print(f"registered {neuron.hotkey} as {neuron.role} (stake {neuron.stake:g})", highlight=False)
+    say(f"registered {neuron.hotkey} as {neuron.role} (stake {neuron.stake:g})")
 
 
 @arena_app.command("neurons")
@@ -159,7 +169,7 @@ def check_cmd(
     if as_json:
         print_json({"admitted": not violations, "violations": [v.model_dump() for v in violations]})
     elif not violations:
-        console.print(f"{agent}: admitted")
+        say(f"{agent}: admitted")
     else:
         print_violations(str(agent), violations)
     if violations:
@@ -167,12 +177,10 @@ def check_cmd(
 
 
 def print_violations(source: str, violations) -> None:
-    err_console.print(f"{source}: rejected, {len(violations)} violation(s):")
+    say_err(f"{source}: rejected, {len(violations)} violation(s):")
     for v in violations:
         where = f"{source}:{v.line}:{v.col}" if v.line is not None else source
-        err_console.print(
-            f"  {where}: [bold]{v.rule}[/] ({v.kind}) {v.message}", highlight=False, soft_wrap=True
-        )
+        say_err(f"  {where}: [bold]{v.rule}[/] ({v.kind}) {v.message}")
 
 
 @arena_app.command("serve")
@@ -194,10 +202,9 @@ def serve_cmd(
     from shoparena.arena.server import create_app, serve
 
     with _open(arena_dir, nonce_store=nonce_store) as arena:
-        err_console.print(
+        say_err(
             f"arena {arena_dir} on http://{host}:{port} — state {arena.store.url}, code {arena.code.url}, "
-            f"nonces {arena.config.nonce_store}",
-            highlight=False,
+            f"nonces {arena.config.nonce_store}"
         )
         serve(create_app(arena), host=host, port=port, log_level=log_level)
 

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from shoparena.cli.common import console, fail, print_json
+from shoparena.cli.arena_cmd import say
+from shoparena.cli.common import fail, print_json
 from shoparena.cli.key_options import (
     KeyOption,
     WalletHotkeyOption,
@@ -42,10 +43,8 @@ def new_cmd(
     if as_json:
         print_json({"ss58_address": key.ss58_address, "path": str(out)})
         return
-    console.print(
-        f"wrote {out} (mode 0600): hotkey [bold]{key.ss58_address}[/]", soft_wrap=True, highlight=False
-    )
-    console.print("keep the file secret; give the arena operator the hotkey to register")
+    say(f"wrote {out} (mode 0600): hotkey [bold]{key.ss58_address}[/]")
+    say("keep the file secret; give the arena operator the hotkey to register")
 
 
 @keys_app.command("show")
@@ -56,7 +55,7 @@ def show_cmd(
     wallet_path: WalletPathOption = None,
 ) -> None:
     """Print the SS58 address (hotkey) of a key file or wallet hotkey."""
-    console.print(load_signer(key, wallet, hotkey, wallet_path).ss58_address, highlight=False)
+    say(load_signer(key, wallet, hotkey, wallet_path).ss58_address)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shoparena.cli.arena_cmd import print_violations
-from shoparena.cli.common import console, err_console, fail, print_json
+from shoparena.cli.arena_cmd import print_violations, say, say_err
+from shoparena.cli.common import console, fail, print_json
 from shoparena.cli.key_options import (
     KeyOption,
     WalletHotkeyOption,
@@ -65,7 +65,9 @@ def refused(exc, hotkey: str = "HOTKEY") -> typer.Exit:
         )
     if exc.status == 429:
         hours, rest = divmod(exc.retry_after_s or 0, 3600)
-        return fail(f"cooldown: {exc.message}\n  wait {hours} h {rest // 60} min before submitting again")
+        return fail(
+            f"refused (cooldown): {exc.message}\n  wait {hours} h {rest // 60} min before submitting again"
+        )
     if exc.status == 413:
         return fail(f"too large: {exc.message} (a submission is one Python file of at most 1 MiB)")
     if exc.status == 400:
@@ -116,20 +118,16 @@ def submit_cmd(
     if answer.status == "rejected":
         if not as_json:
             print_violations(str(agent), answer.violations)
-            err_console.print(
+            say_err(
                 f"submission {answer.submission_id}; next submission allowed at "
-                f"{answer.next_submission_at.isoformat(timespec='seconds')}",
-                highlight=False,
+                f"{answer.next_submission_at.isoformat(timespec='seconds')}"
             )
         raise typer.Exit(1)
     if not as_json:
-        console.print(
-            f"admitted: submission [bold]{answer.submission_id}[/] (code sha256 {answer.code_sha256[:12]}…)"
-        )
-        console.print(
+        say(f"admitted: submission [bold]{answer.submission_id}[/] (code sha256 {answer.code_sha256[:12]}…)")
+        say(
             f"follow it with `shoparena miner status --arena {arena} {answer.submission_id}`; next submission "
-            f"allowed at {answer.next_submission_at.isoformat(timespec='seconds')}",
-            highlight=False,
+            f"allowed at {answer.next_submission_at.isoformat(timespec='seconds')}"
         )
 
 
@@ -173,11 +171,10 @@ def status_cmd(
 
 
 def _print_submission(view) -> None:
-    console.print(
+    say(
         f"submission [bold]{view.submission_id}[/] {view.name!r}: [bold]{view.status}[/] since "
         f"{view.status_at.isoformat(timespec='seconds')} (submitted {view.submitted_at.isoformat(timespec='seconds')}, "
-        f"{view.code_size} bytes, sha256 {view.code_sha256[:12]}…)",
-        highlight=False,
+        f"{view.code_size} bytes, sha256 {view.code_sha256[:12]}…)"
     )
     if view.violations:
         print_violations(view.name, view.violations)
@@ -196,10 +193,9 @@ def _print_submission(view) -> None:
         q = "n/a" if result.judge_quality is None else f"{result.judge_quality:.3f}"
         coeff = "n/a" if result.coefficient is None else f"{result.coefficient:.3f}"
         final = "n/a" if result.final_score is None else f"{result.final_score:.3f}"
-        console.print(
+        say(
             f"validator {result.validator_hotkey} (job {result.job_id}): ASR {result.asr:.3f} "
-            f"({result.successes}/{result.problems}), judge q {q}, coefficient {coeff}, final score [bold]{final}[/]",
-            highlight=False,
+            f"({result.successes}/{result.problems}), judge q {q}, coefficient {coeff}, final score [bold]{final}[/]"
         )
 
 
