@@ -77,9 +77,7 @@ def json_response(model: BaseModel, status: int = 200, headers: dict[str, str] |
 def _refusal(
     status: int, error: str, message: str, reason: str | None = None, retry_after_s: int | None = None
 ):
-    headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else {}
-    if status == 413:
-        headers["Connection"] = "close"  # end the upload now instead of draining the rest of it
+    headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else None
     body = Refusal(error=error, reason=reason, message=message, retry_after_s=retry_after_s)
     return json_response(body, status, headers)
 
@@ -141,9 +139,11 @@ class Gate:
     ) -> Response:
         outcome: Outcome
         detail = None
+        body_read = False
         try:
             claimed, neuron = await run_in_threadpool(self.auth.precheck, request.headers.raw, roles)
             body = await read_body(request, limit)
+            body_read = True
             digest = hashlib.sha256(body).hexdigest()
             identity = await run_in_threadpool(self.auth.verify, claimed, neuron, digest)
             outcome = await endpoint(identity, body)
@@ -167,6 +167,10 @@ class Gate:
                 _refusal(500, "internal", "internal error; the operator's log has the details"), "internal"
             )
             detail = f"{type(exc).__name__}: {exc}"
+        if not body_read:
+            # Refused before the body was read (or while it streamed in): close the connection rather
+            # than let the server drain whatever the client still sends.
+            outcome.response.headers["Connection"] = "close"
         if outcome.response.status_code >= 400 or audit_success:
             record = AuditRecord(
                 created_at=self.now(),

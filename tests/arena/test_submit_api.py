@@ -236,3 +236,12 @@ def test_next_submission_time_is_reported(server, miner):
     next_at = datetime.fromisoformat(answer["next_submission_at"])
     assert abs((next_at - datetime.now(UTC)).total_seconds() - 43200) < 30
     assert orjson.loads(orjson.dumps(answer))["status"] == "admitted"
+
+
+def test_refusal_before_the_body_closes_the_connection(server, miner):
+    stranger = Key()
+    body = submit_body()
+    response = server.http.post("/v1/miner/submit", content=body, headers=stranger.headers(body))
+    assert response.status_code == 401 and response.headers["connection"] == "close"
+    accepted = server.signed("GET", "/v1/whoami", miner)
+    assert accepted.headers.get("connection") != "close"  # keep-alive for good requests
