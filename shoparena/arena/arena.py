@@ -24,6 +24,8 @@ from shoparena.store import StoreError, TrajectoryStore, open_store
 from shoparena.store.engine import upgrade_to_head
 
 ARENA_MIGRATIONS = "shoparena.arena:migrations"
+METAGRAPH_CACHE_S = 1.0
+"""How stale the server's view of registrations made by another process may be."""
 
 
 @dataclass
@@ -80,7 +82,7 @@ def open_arena(arena_dir: str | os.PathLike, *, nonce_store: str | None = None) 
         dir=arena_dir,
         config=config,
         store=store,
-        metagraph=Metagraph(engine),
+        metagraph=Metagraph(engine, cache_s=METAGRAPH_CACHE_S),
         ledger=SubmissionLedger(engine),
         audit=AuditLog(engine),
         code=code,

@@ -184,38 +184,46 @@ class SubmissionLedger:
         return submission_id
 
     def get(self, submission_id: str) -> SubmissionView | None:
+        """The submission with its events (one query: it is what every status read costs) and, once
+        one was posted, its results."""
+        query = (
+            select(
+                SUBMISSIONS.c.miner_hotkey,
+                SUBMISSIONS.c.name,
+                SUBMISSIONS.c.code_sha256,
+                SUBMISSIONS.c.code_size,
+                SUBMISSIONS.c.violations,
+                SUBMISSIONS.c.created_at.label("submitted_at"),
+                EVENTS.c.status,
+                EVENTS.c.actor,
+                EVENTS.c.job_id,
+                EVENTS.c.detail,
+                EVENTS.c.created_at,
+            )
+            .join(EVENTS, EVENTS.c.submission_id == SUBMISSIONS.c.submission_id)
+            .where(SUBMISSIONS.c.submission_id == submission_id)
+            .order_by(EVENTS.c.id)
+        )
         with self.engine.connect() as connection:
-            row = connection.execute(
-                select(SUBMISSIONS).where(SUBMISSIONS.c.submission_id == submission_id)
-            ).first()
-            if row is None:
+            rows = connection.execute(query).all()
+            if not rows:
                 return None
-            events = [
-                _event(event)
-                for event in connection.execute(
-                    select(EVENTS).where(EVENTS.c.submission_id == submission_id).order_by(EVENTS.c.id)
-                )
-            ]
-            results = self._results(connection, submission_id)
+            scored = any(row.status == "scored" for row in rows)
+            results = self._results(connection, submission_id) if scored else []
+        first, events = rows[0], [_event(row) for row in rows]
         return SubmissionView(
-            submission_id=row.submission_id,
-            miner_hotkey=row.miner_hotkey,
-            name=row.name,
-            code_sha256=row.code_sha256,
-            code_size=row.code_size,
-            submitted_at=row.created_at,
+            submission_id=submission_id,
+            miner_hotkey=first.miner_hotkey,
+            name=first.name,
+            code_sha256=first.code_sha256,
+            code_size=first.code_size,
+            submitted_at=first.submitted_at,
             status=events[-1].status,
             status_at=events[-1].at,
-            violations=[Violation.model_validate(v) for v in row.violations],
+            violations=[Violation.model_validate(v) for v in first.violations],
             events=events,
             results=results,
         )
-
-    def owner(self, submission_id: str) -> str | None:
-        with self.engine.connect() as connection:
-            return connection.execute(
-                select(SUBMISSIONS.c.miner_hotkey).where(SUBMISSIONS.c.submission_id == submission_id)
-            ).scalar_one_or_none()
 
     def _latest_events(self):
         """(submission_id, id of its newest event)."""

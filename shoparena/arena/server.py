@@ -19,11 +19,10 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
 
 import orjson
 from fastapi import FastAPI, Request
@@ -44,6 +43,8 @@ from shoparena.arena.signing import HOTKEY_HEADER, NONCE_HEADER
 log = logging.getLogger("shoparena.arena")
 MINER = frozenset({"miner"})
 ANY_ROLE = frozenset({"miner", "validator"})
+MAX_HEAD_BYTES = 16 * 1024
+"""Request line + headers: a signed request needs well under 1 KiB."""
 SMALL_BODY = 64 * 1024
 """Cap for requests that carry no payload (reads)."""
 SUBMISSION_ID_CHARS = frozenset("0123456789abcdef")
@@ -66,6 +67,18 @@ class Outcome:
     response: Response
     reason: str = "ok"
     submission_id: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the audit row says about a request, whatever became of it."""
+
+    method: str
+    path: str
+    remote: str | None
+    hotkey: str | None
+    nonce: str | None
 
 
 def json_response(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -80,6 +93,24 @@ def _refusal(
     headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else None
     body = Refusal(error=error, reason=reason, message=message, retry_after_s=retry_after_s)
     return json_response(body, status, headers)
+
+
+def refused(exc: BaseException, where: str) -> Outcome:
+    """The answer to a request that ended in `exc`."""
+    if isinstance(exc, AuthRefused):
+        return Outcome(
+            _refusal(401, "unauthorized", exc.message, reason=exc.reason), exc.reason, detail=exc.message
+        )
+    if isinstance(exc, Refuse):
+        response = _refusal(exc.status, exc.error, exc.message, retry_after_s=exc.retry_after_s)
+        return Outcome(response, exc.error, detail=exc.message)
+    if isinstance(exc, ArenaError):  # the nonce store or code storage is down: refuse, never let through
+        log.error("arena unavailable: %s", exc)
+        response = _refusal(503, "unavailable", f"the arena cannot serve this now: {exc}")
+        return Outcome(response, "unavailable", detail=str(exc))
+    log.error("internal error on %s", where, exc_info=exc)
+    response = _refusal(500, "internal", "internal error; the operator's log has the details")
+    return Outcome(response, "internal", detail=f"{type(exc).__name__}: {exc}")
 
 
 def _first_header(request: Request, name: str) -> str | None:
@@ -118,8 +149,16 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+Endpoint = Callable[[Identity, bytes], Outcome]
+"""Runs in a worker thread (it may block on the database, the code store, admission)."""
+
+
 class Gate:
-    """Authenticate, run the endpoint, answer refusals in one shape, and keep the audit log."""
+    """Authenticate, run the endpoint, answer refusals in one shape, and keep the audit log.
+
+    On the event loop: the header checks, the metagraph lookup (an in-memory snapshot) and reading the
+    body. Everything that blocks — the signature, the nonce store, the endpoint, the audit row — then
+    runs in one hop to the thread pool."""
 
     def __init__(self, arena: Arena, clock: Callable[[], float]):
         self.arena = arena
@@ -134,60 +173,55 @@ class Gate:
         request: Request,
         roles: Collection[str],
         limit: int,
-        endpoint: Callable[[Identity, bytes], Awaitable[Outcome]],
+        endpoint: Endpoint,
         audit_success: bool = False,
     ) -> Response:
-        outcome: Outcome
-        detail = None
-        body_read = False
+        seen = Seen(
+            method=request.method,
+            path=request.url.path,
+            remote=request.client.host if request.client else None,
+            hotkey=_first_header(request, HOTKEY_HEADER),
+            nonce=_first_header(request, NONCE_HEADER),
+        )
         try:
-            claimed, neuron = await run_in_threadpool(self.auth.precheck, request.headers.raw, roles)
+            claimed, neuron = self.auth.precheck(request.headers.raw, roles)
             body = await read_body(request, limit)
-            body_read = True
-            digest = hashlib.sha256(body).hexdigest()
-            identity = await run_in_threadpool(self.auth.verify, claimed, neuron, digest)
-            outcome = await endpoint(identity, body)
-        except AuthRefused as exc:
-            outcome = Outcome(_refusal(401, "unauthorized", exc.message, reason=exc.reason), exc.reason)
-            detail = exc.message
-        except Refuse as exc:
-            outcome = Outcome(
-                _refusal(exc.status, exc.error, exc.message, retry_after_s=exc.retry_after_s), exc.error
-            )
-            detail = exc.message
-        except ArenaError as exc:  # the nonce store or code storage is down: refuse, never let through
-            log.error("arena unavailable: %s", exc)
-            outcome = Outcome(
-                _refusal(503, "unavailable", f"the arena cannot serve this now: {exc}"), "unavailable"
-            )
-            detail = str(exc)
         except Exception as exc:
-            log.exception("internal error on %s %s", request.method, request.url.path)
-            outcome = Outcome(
-                _refusal(500, "internal", "internal error; the operator's log has the details"), "internal"
-            )
-            detail = f"{type(exc).__name__}: {exc}"
-        if not body_read:
             # Refused before the body was read (or while it streamed in): close the connection rather
             # than let the server drain whatever the client still sends.
+            outcome = refused(exc, f"{seen.method} {seen.path}")
             outcome.response.headers["Connection"] = "close"
+            return await run_in_threadpool(self.finish, seen, outcome, audit_success)
+        return await run_in_threadpool(self.run, seen, claimed, neuron, body, endpoint, audit_success)
+
+    def run(
+        self, seen: Seen, claimed, neuron, body: bytes, endpoint: Endpoint, audit_success: bool
+    ) -> Response:
+        try:
+            identity = self.auth.verify(claimed, neuron, hashlib.sha256(body).hexdigest())
+            outcome = endpoint(identity, body)
+        except Exception as exc:
+            outcome = refused(exc, f"{seen.method} {seen.path}")
+        return self.finish(seen, outcome, audit_success)
+
+    def finish(self, seen: Seen, outcome: Outcome, audit_success: bool) -> Response:
         if outcome.response.status_code >= 400 or audit_success:
             record = AuditRecord(
                 created_at=self.now(),
-                method=request.method,
-                path=request.url.path,
-                remote=request.client.host if request.client else None,
-                hotkey=_first_header(request, HOTKEY_HEADER),
-                nonce=_first_header(request, NONCE_HEADER),
+                method=seen.method,
+                path=seen.path,
+                remote=seen.remote,
+                hotkey=seen.hotkey,
+                nonce=seen.nonce,
                 status=outcome.response.status_code,
                 reason=outcome.reason,
-                detail=detail,
+                detail=outcome.detail,
                 submission_id=outcome.submission_id,
             )
             try:
-                await run_in_threadpool(self.arena.audit.write, record)
+                self.arena.audit.write(record)
             except Exception:
-                log.exception("cannot write the audit row for %s %s", request.method, request.url.path)
+                log.exception("cannot write the audit row for %s %s", seen.method, seen.path)
         return outcome.response
 
 
@@ -203,100 +237,99 @@ def create_app(
     config = arena.config
     ledger = arena.ledger
 
-    @app.get("/v1/health")
-    async def health() -> dict:
-        return {"status": "ok", "version": __version__}
+    def parse_submission(body: bytes) -> tuple[str, bytes]:
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise Refuse(400, "bad_body", f"the body is not JSON: {exc}") from None
+        if not isinstance(payload, dict):
+            raise Refuse(400, "bad_body", 'the body must be a JSON object {"name": str, "code": str}')
+        try:
+            submitted = SubmitRequest.model_validate(payload)
+        except ValidationError as exc:
+            raise Refuse(400, "bad_body", _validation_message(exc)) from None
+        try:
+            code = submitted.code.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise Refuse(
+                400, "bad_body", f"code is not text: {exc.reason} at character {exc.start}"
+            ) from None
+        if len(code) > config.max_code_bytes:
+            raise Refuse(413, "too_large", f"code is {len(code)} bytes; the limit is {config.max_code_bytes}")
+        return submitted.name, code
 
-    @app.get("/v1/whoami")
-    async def whoami(request: Request) -> Response:
-        async def endpoint(identity: Identity, _body: bytes) -> Outcome:
-            me = WhoAmI(hotkey=identity.hotkey, role=identity.role, stake=identity.stake, uid=identity.uid)
-            return Outcome(json_response(me))
-
-        return await gate.handle(request, ANY_ROLE, SMALL_BODY, endpoint)
-
-    @app.post("/v1/miner/submit")
-    async def submit(request: Request) -> Response:
-        async def endpoint(identity: Identity, body: bytes) -> Outcome:
-            try:
-                payload = orjson.loads(body)
-            except orjson.JSONDecodeError as exc:
-                raise Refuse(400, "bad_body", f"the body is not JSON: {exc}") from None
-            if not isinstance(payload, dict):
-                raise Refuse(400, "bad_body", 'the body must be a JSON object {"name": str, "code": str}')
-            try:
-                submitted = SubmitRequest.model_validate(payload)
-            except ValidationError as exc:
-                raise Refuse(400, "bad_body", _validation_message(exc)) from None
-            try:
-                code = submitted.code.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise Refuse(
-                    400, "bad_body", f"code is not text: {exc.reason} at character {exc.start}"
-                ) from None
-            if len(code) > config.max_code_bytes:
-                raise Refuse(
-                    413, "too_large", f"code is {len(code)} bytes; the limit is {config.max_code_bytes}"
-                )
-            now = gate.now()
-            active = await run_in_threadpool(ledger.cooldown, identity.hotkey, now)
-            if active is not None:
-                raise _cooldown_refusal(active)
-            violations = await run_in_threadpool(check, code)
-            cooldown_s = config.cooldown.for_violations(violations)
-            sha256 = await run_in_threadpool(arena.code.put, code)
-            record = partial(
-                ledger.record,
+    def submit(identity: Identity, body: bytes) -> Outcome:
+        name, code = parse_submission(body)
+        now = gate.now()
+        active = ledger.cooldown(identity.hotkey, now)
+        if active is not None:  # before admission: a barred hotkey costs no analysis and stores nothing
+            raise _cooldown_refusal(active)
+        violations = check(code)
+        cooldown_s = config.cooldown.for_violations(violations)
+        sha256 = arena.code.put(code)
+        try:
+            submission_id = ledger.record(
                 hotkey=identity.hotkey,
-                name=submitted.name,
+                name=name,
                 code_sha256=sha256,
                 code_size=len(code),
                 violations=violations,
                 cooldown_s=cooldown_s,
                 now=now,
             )
-            try:
-                submission_id = await run_in_threadpool(record)
-            except CooldownActive as exc:
-                raise _cooldown_refusal(exc.cooldown) from None
-            next_at = now + timedelta(seconds=cooldown_s)
-            if violations:
-                rejected = SubmitRejected(
-                    submission_id=submission_id, violations=violations, next_submission_at=next_at
-                )
-                return Outcome(json_response(rejected, 422), "rejected", submission_id)
-            accepted = SubmitAccepted(
-                submission_id=submission_id, code_sha256=sha256, next_submission_at=next_at
+        except CooldownActive as exc:
+            raise _cooldown_refusal(exc.cooldown) from None
+        next_at = now + timedelta(seconds=cooldown_s)
+        if violations:
+            rejected = SubmitRejected(
+                submission_id=submission_id, violations=violations, next_submission_at=next_at
             )
-            return Outcome(json_response(accepted, 202), "ok", submission_id)
+            return Outcome(json_response(rejected, 422), "rejected", submission_id)
+        accepted = SubmitAccepted(submission_id=submission_id, code_sha256=sha256, next_submission_at=next_at)
+        return Outcome(json_response(accepted, 202), "ok", submission_id)
 
-        return await gate.handle(request, MINER, config.max_body_bytes, endpoint, audit_success=True)
+    def whoami(identity: Identity, _body: bytes) -> Outcome:
+        me = WhoAmI(hotkey=identity.hotkey, role=identity.role, stake=identity.stake, uid=identity.uid)
+        return Outcome(json_response(me))
 
-    @app.get("/v1/miner/submissions")
-    async def submissions(request: Request) -> Response:
-        async def endpoint(identity: Identity, _body: bytes) -> Outcome:
-            listed = await run_in_threadpool(ledger.list_for, identity.hotkey)
-            return Outcome(
-                Response(
-                    orjson.dumps([s.model_dump(mode="json") for s in listed]), media_type="application/json"
-                )
-            )
+    def own_submissions(identity: Identity, _body: bytes) -> Outcome:
+        listed = ledger.list_for(identity.hotkey)
+        return Outcome(
+            Response(orjson.dumps([s.model_dump(mode="json") for s in listed]), media_type="application/json")
+        )
 
-        return await gate.handle(request, MINER, SMALL_BODY, endpoint)
-
-    @app.get("/v1/miner/submissions/{submission_id}")
-    async def submission(request: Request, submission_id: str) -> Response:
-        async def endpoint(identity: Identity, _body: bytes) -> Outcome:
+    def one_submission(submission_id: str) -> Endpoint:
+        def endpoint(identity: Identity, _body: bytes) -> Outcome:
             view = None
             if len(submission_id) == 32 and set(submission_id) <= SUBMISSION_ID_CHARS:
-                view = await run_in_threadpool(ledger.get, submission_id)
-            if view is None or view.miner_hotkey != identity.hotkey:
+                view = ledger.get(submission_id)
+            if view is None or view.miner_hotkey != identity.hotkey:  # another's looks like none at all
                 raise Refuse(
                     404, "not_found", f"no submission {submission_id[:40]} of hotkey {identity.hotkey}"
                 )
             return Outcome(json_response(view))
 
-        return await gate.handle(request, MINER, SMALL_BODY, endpoint)
+        return endpoint
+
+    @app.get("/v1/health")
+    async def health() -> dict:
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/v1/whoami")
+    async def whoami_route(request: Request) -> Response:
+        return await gate.handle(request, ANY_ROLE, SMALL_BODY, whoami)
+
+    @app.post("/v1/miner/submit")
+    async def submit_route(request: Request) -> Response:
+        return await gate.handle(request, MINER, config.max_body_bytes, submit, audit_success=True)
+
+    @app.get("/v1/miner/submissions")
+    async def submissions_route(request: Request) -> Response:
+        return await gate.handle(request, MINER, SMALL_BODY, own_submissions)
+
+    @app.get("/v1/miner/submissions/{submission_id}")
+    async def submission_route(request: Request, submission_id: str) -> Response:
+        return await gate.handle(request, MINER, SMALL_BODY, one_submission(submission_id))
 
     return app
 
@@ -314,7 +347,16 @@ def _cooldown_refusal(cooldown) -> Refuse:
 def uvicorn_config(app: FastAPI, **options):
     import uvicorn
 
-    defaults = {"server_header": False, "proxy_headers": False, "timeout_keep_alive": 5, "lifespan": "off"}
+    defaults = {
+        "server_header": False,
+        "proxy_headers": False,  # the audit's remote address is the peer's, never a header's claim
+        "timeout_keep_alive": 5,
+        "lifespan": "off",
+        # h11, never httptools: uvicorn's httptools protocol buffers headers without any limit, so one
+        # client could send gigabytes of them; h11 refuses a request head once it passes this size.
+        "http": "h11",
+        "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
+    }
     return uvicorn.Config(app, **{**defaults, **options})
 
 

@@ -1,0 +1,300 @@
+"""Arena API: signature verification, then the real server under 50 concurrent loopback clients.
+
+    .venv/bin/python bench/arena_bench.py                          # SQLite state + SQLite nonces
+    .venv/bin/python bench/arena_bench.py --redis redis://127.0.0.1:6379/0 \
+        --pg postgresql://postgres@127.0.0.1:5432/postgres         # Redis nonces, PostgreSQL state
+
+What is timed:
+- sr25519 verification of one request's signature (the server's `Keypair(ss58).verify` over
+  `hotkey:timestamp:nonce:sha256(body)`, body 1 KiB), and the client's signing, one core.
+- signed submissions: `--miners` registered hotkeys (one submission each: the cooldown allows no more),
+  sent by 50 concurrent clients; latency per request, then a check that every 202 is in the ledger
+  with its code stored (nothing lost). Admission is whatever `shoparena.arena.admission` holds.
+- status reads: 50 concurrent clients, each reading its own submission (`GET
+  /v1/miner/submissions/{id}`, signed, a fresh nonce each) for `--seconds`; requests/s and latency.
+The server is `shoparena arena serve` in its own process (one uvicorn worker); the load generator
+(asyncio + httpx, signing every request) runs in this one, so on a 2-core machine they share the CPU.
+Targets: verification ≤ 1 ms; status reads ≥ 500 requests/s. Results: a table on stdout and
+bench/out/arena_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+import orjson
+import psutil
+from rich.console import Console
+from rich.table import Table
+
+from bench.common import percentiles
+from shoparena.arena import init_arena, open_arena
+from shoparena.arena.keys import keypair_from_seed, new_key_file, public_keypair
+from shoparena.arena.signing import body_sha256, signed_headers, signing_message
+from shoparena.index.catalog_dir import build_synthetic, open_catalog
+from shoparena.problems.generator import ProblemGenerator
+from shoparena.problems.io import write_problems
+
+AGENT = b'''"""Benchmark agent."""
+
+import re
+
+
+def agent_main(problem_data):
+    query = re.sub(r"\\s+", " ", problem_data["query"]).strip()
+    return [{"tool": "find_product", "args": {"q": query}}]
+'''
+
+
+def verification(n: int) -> dict:
+    keypair = keypair_from_seed(new_key_file().secret_seed)
+    body = os.urandom(1024)
+    signs, verifies, full = [], [], []
+    for i in range(n):
+        message = signing_message(keypair.ss58_address, str(1_700_000_000 + i), f"n{i}", body_sha256(body))
+        started = time.perf_counter()
+        signature = keypair.sign(message)
+        signs.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        assert public_keypair(keypair.ss58_address).verify(message, signature)
+        verifies.append(time.perf_counter() - started)
+        started = time.perf_counter()  # what the server does per request: hash the body, rebuild, verify
+        digest = body_sha256(body)
+        assert public_keypair(keypair.ss58_address).verify(
+            signing_message(keypair.ss58_address, str(1_700_000_000 + i), f"n{i}", digest), signature
+        )
+        full.append(time.perf_counter() - started)
+    return {
+        "sign": percentiles(signs),
+        "verify": percentiles(verifies),
+        "hash+verify (1 KiB)": percentiles(full),
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(arena_dir: Path, port: int) -> subprocess.Popen:
+    command = [sys.executable, "-c", "from shoparena.cli import main; main()", "arena", "serve", "--dir",
+               str(arena_dir), "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"arena serve did not start: {process.stderr.read().decode()}")
+
+
+async def submissions(url: str, keys: list, concurrency: int) -> tuple[list[float], dict[int, int], dict]:
+    queue: asyncio.Queue = asyncio.Queue()
+    for i, key in enumerate(keys):
+        queue.put_nowait((i, key))
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    ids: dict = {}
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        while not queue.empty():
+            i, key = queue.get_nowait()
+            body = orjson.dumps({"name": f"bench-{i}", "code": (AGENT + f"# miner {i}\n".encode()).decode()})
+            headers = signed_headers(key, body)
+            started = time.perf_counter()
+            response = await client.post(url + "/v1/miner/submit", content=body, headers=headers)
+            latencies.append(time.perf_counter() - started)
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            if response.status_code == 202:
+                ids[key.ss58_address] = response.json()["submission_id"]
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client:
+        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+    return latencies, statuses, ids
+
+
+async def status_reads(url: str, owners: list, ids: dict, concurrency: int, seconds: float):
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    stop = time.perf_counter() + seconds
+
+    async def worker(client: httpx.AsyncClient, key) -> None:
+        path = f"/v1/miner/submissions/{ids[key.ss58_address]}"
+        while time.perf_counter() < stop:
+            headers = signed_headers(key, b"")
+            started = time.perf_counter()
+            response = await client.get(url + path, headers=headers)
+            latencies.append(time.perf_counter() - started)
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client:
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(client, owners[i % len(owners)]) for i in range(concurrency)))
+        wall = time.perf_counter() - started
+    return latencies, statuses, wall
+
+
+def run_server_bench(work: Path, label: str, keys: list, args, **settings) -> dict:
+    arena_dir = work / f"arena-{label}"
+    arena = init_arena(arena_dir, work / "cat", work / "bank.jsonl", **settings)
+    for key in keys:
+        arena.metagraph.register(key.ss58_address, "miner")
+    arena.close()
+    port = free_port()
+    server = start_server(arena_dir, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        started = time.perf_counter()
+        sub_latencies, sub_statuses, ids = asyncio.run(submissions(url, keys, args.concurrency))
+        sub_wall = time.perf_counter() - started
+        read_latencies, read_statuses, read_wall = asyncio.run(
+            status_reads(url, keys[: args.concurrency], ids, args.concurrency, args.seconds)
+        )
+        server_cpu = psutil.Process(server.pid).cpu_times()
+    finally:
+        server.terminate()
+        server.wait(30)
+    with open_arena(arena_dir) as opened:  # nothing lost: every 202 is in the ledger, its code stored
+        stored = {s.submission_id for key in keys for s in opened.ledger.list_for(key.ss58_address)}
+        missing_code = sum(not opened.code.exists(opened.ledger.get(sid).code_sha256) for sid in stored)
+    lost = len(set(ids.values()) - stored)
+    return {
+        "label": label,
+        "submissions": {
+            **percentiles(sub_latencies),
+            "statuses": sub_statuses,
+            "per_s": len(sub_latencies) / sub_wall,
+            "accepted": len(ids),
+            "stored": len(stored),
+            "lost": lost,
+            "code_missing": missing_code,
+        },
+        "status_reads": {
+            **percentiles(read_latencies),
+            "statuses": read_statuses,
+            "per_s": len(read_latencies) / read_wall,
+            "wall_s": read_wall,
+        },
+        "server_cpu_s": server_cpu.user + server_cpu.system,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--verify-n", type=int, default=5000)
+    parser.add_argument("--miners", type=int, default=500, help="registered miners, one submission each")
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=15.0, help="duration of the status-read phase")
+    parser.add_argument("--redis", help="also run with the nonce store on this Redis (a scratch key prefix)")
+    parser.add_argument(
+        "--pg", help="also run with the state on a scratch database of this PostgreSQL (admin URL)"
+    )
+    args = parser.parse_args()
+    console = Console()
+    work = Path(tempfile.mkdtemp(prefix="arena-bench-"))
+    build_synthetic(work / "cat", 500, seed=1, workers=1)
+    catalog = open_catalog(work / "cat")
+    write_problems(work / "bank.jsonl", ProblemGenerator(catalog, seed=1).generate(6))
+    catalog.close()
+
+    verify = verification(args.verify_n)
+    keys = [keypair_from_seed(new_key_file().secret_seed) for _ in range(args.miners)]
+    runs = [run_server_bench(work, "sqlite", keys, args)]
+    if args.redis:
+        prefix = f"arena-bench:{uuid.uuid4().hex[:8]}:"  # keys expire by themselves within 61 s
+        runs.append(
+            run_server_bench(
+                work, "sqlite + redis nonces", keys, args, nonce_store=args.redis, nonce_prefix=prefix
+            )
+        )
+    if args.pg:
+        import psycopg
+
+        name = f"arena_bench_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(args.pg, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+            try:
+                store = f"{args.pg.rsplit('/', 1)[0]}/{name}"
+                extra = (
+                    {"nonce_store": args.redis, "nonce_prefix": f"arena-bench:{uuid.uuid4().hex[:8]}:"}
+                    if args.redis
+                    else {}
+                )
+                runs.append(
+                    run_server_bench(
+                        work,
+                        "postgresql" + (" + redis nonces" if args.redis else ""),
+                        keys,
+                        args,
+                        store=store,
+                        **extra,
+                    )
+                )
+            finally:
+                admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+    table = Table(title=f"signatures · {args.verify_n:,} × 1 KiB bodies")
+    for column in ("operation", "p50 µs", "p99 µs", "mean µs"):
+        table.add_column(column, justify="left" if column == "operation" else "right")
+    for name, stats in verify.items():
+        table.add_row(
+            name,
+            f"{stats['p50_ms'] * 1000:.0f}",
+            f"{stats['p99_ms'] * 1000:.0f}",
+            f"{stats['mean_ms'] * 1000:.0f}",
+        )
+    console.print(table)
+    table = Table(title=f"server · {args.concurrency} concurrent loopback clients")
+    for column in (
+        "state / nonces",
+        "phase",
+        "requests",
+        "req/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "statuses",
+        "lost",
+    ):
+        table.add_column(
+            column, justify="left" if column in ("state / nonces", "phase", "statuses") else "right"
+        )
+    for run in runs:
+        for phase in ("submissions", "status_reads"):
+            row = run[phase]
+            table.add_row(run["label"], phase, f"{row['n']:,}", f"{row['per_s']:,.0f}", f"{row['p50_ms']:.1f}",
+                          f"{row['p95_ms']:.1f}", f"{row['p99_ms']:.1f}", json.dumps(row["statuses"]),
+                          str(row.get("lost", "")))  # fmt: skip
+    console.print(table)
+    out = Path(__file__).parent / "out" / "arena_bench.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({
+        "when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": platform.platform(),
+        "cpus": psutil.cpu_count(), "python": platform.python_version(), "args": vars(args),
+        "verification": verify, "server": runs,
+    }, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
