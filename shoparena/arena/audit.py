@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel
 from sqlalchemy import Engine, insert, select
 
+from shoparena.arena.db import writing
 from shoparena.arena.schema import AuditEntry
 
 AUDIT = AuditEntry.__table__
@@ -43,7 +44,7 @@ class AuditLog:
             length = getattr(column.type, "length", None)
             if length and isinstance(values.get(column.name), str):
                 values[column.name] = _cut(values[column.name], length)
-        with self.engine.begin() as connection:
+        with writing(self.engine) as connection:
             connection.execute(insert(AUDIT).values(**values))
 
     def entries(self, limit: int = 100, hotkey: str | None = None) -> list[AuditRecord]:

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, func, insert, select
 
 from shoparena.arena.admission import Violation
+from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError, ResultConflictError, UnknownSubmissionError
 from shoparena.arena.models import (
     STATUSES,
@@ -35,7 +36,6 @@ from shoparena.arena.models import (
 from shoparena.arena.schema import ProblemResult, Submission, SubmissionResult
 from shoparena.arena.schema import SubmissionEvent as EventRow
 from shoparena.scoring.metrics import arena_final_score, judge_coefficient
-from shoparena.store.engine import write_transaction
 
 SUBMISSIONS = Submission.__table__
 EVENTS = EventRow.__table__
@@ -151,7 +151,7 @@ class SubmissionLedger:
         concurrent submissions from one hotkey exactly one is recorded."""
         submission_id = new_submission_id()
         admitted = not violations
-        with write_transaction(self.engine) as connection:
+        with writing(self.engine) as connection:
             if connection.dialect.name == "postgresql":
                 connection.execute(
                     select(func.pg_advisory_xact_lock(func.hashtextextended(f"submit:{hotkey}", 0)))
@@ -289,7 +289,7 @@ class SubmissionLedger:
         if status not in STATUSES or status == "rejected":
             raise ArenaError(f"status {status!r} cannot be appended; one of queued, running, scored, failed")
         now = now or datetime.now(UTC)
-        with write_transaction(self.engine) as connection:
+        with writing(self.engine) as connection:
             current = self._current(connection, submission_id)
             if current in TERMINAL:
                 raise ArenaError(
@@ -337,7 +337,7 @@ class SubmissionLedger:
             "final_score": arena_final_score(asr, q) if q is not None else None,
             "created_at": now,
         }
-        with write_transaction(self.engine) as connection:
+        with writing(self.engine) as connection:
             stored = connection.execute(
                 select(RESULTS.c.content_sha256).where(
                     RESULTS.c.job_id == result.job_id, RESULTS.c.validator_hotkey == result.validator_hotkey

@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Engine, delete, insert, select, update
 
+from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.keys import canonical_hotkey
 from shoparena.arena.models import ROLES, NeuronInfo
 from shoparena.arena.schema import Neuron
-from shoparena.store.engine import write_transaction
 
 NEURONS = Neuron.__table__
 
@@ -52,7 +52,7 @@ class Metagraph:
             "source": source,
             "updated_at": datetime.now(UTC),
         }
-        with write_transaction(self.engine) as connection:
+        with writing(self.engine) as connection:
             known = connection.execute(select(NEURONS.c.hotkey).where(NEURONS.c.hotkey == hotkey)).first()
             if known is None:
                 connection.execute(insert(NEURONS).values(hotkey=hotkey, **values))
@@ -62,7 +62,7 @@ class Metagraph:
         return NeuronInfo(hotkey=hotkey, **values)
 
     def remove(self, hotkey: str) -> bool:
-        with write_transaction(self.engine) as connection:
+        with writing(self.engine) as connection:
             removed = connection.execute(delete(NEURONS).where(NEURONS.c.hotkey == hotkey)).rowcount == 1
         self._invalidate()
         return removed
