@@ -13,7 +13,9 @@ What is timed:
 - status reads: 50 concurrent clients, each reading its own submission (`GET
   /v1/miner/submissions/{id}`, signed, a fresh nonce each) for `--seconds`; requests/s and latency.
 The server is `shoparena arena serve` in its own process (one uvicorn worker); the load generator
-(asyncio + httpx, signing every request) runs in this one, so on a 2-core machine they share the CPU.
+(asyncio with a hand-written keep-alive HTTP/1.1 client, signing every request) runs in this one, so on a 2-core machine they share the CPU.
+The server's CPU time per request (and the share of a core it got) is reported beside the wall-clock
+figures: on a busy shared machine the latter say more about the neighbours than about the server.
 Targets: verification ≤ 1 ms; status reads ≥ 500 requests/s. Results: a table on stdout and
 bench/out/arena_bench.json.
 """
@@ -107,7 +109,38 @@ def start_server(arena_dir: Path, port: int) -> subprocess.Popen:
     raise SystemExit(f"arena serve did not start: {process.stderr.read().decode()}")
 
 
-async def submissions(url: str, keys: list, concurrency: int) -> tuple[list[float], dict[int, int], dict]:
+class Connection:
+    """One keep-alive HTTP/1.1 connection spoken by hand: the load generator must cost far less than
+    the server it measures (httpx's async client spends ~4 ms of CPU per request here)."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(
+        self, method: str, path: str, headers: dict[str, str], body: bytes = b""
+    ) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        fields = dict(line.split(b":", 1) for line in head.lower().split(b"\r\n")[1:] if b":" in line)
+        content = await self.reader.readexactly(int(fields.get(b"content-length", b"0")))
+        if fields.get(b"connection", b"").strip() == b"close":
+            self.writer.close()
+            self.writer = None
+        return status, content
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+async def submissions(port: int, keys: list, concurrency: int) -> tuple[list[float], dict[int, int], dict]:
     queue: asyncio.Queue = asyncio.Queue()
     for i, key in enumerate(keys):
         queue.put_nowait((i, key))
@@ -115,43 +148,46 @@ async def submissions(url: str, keys: list, concurrency: int) -> tuple[list[floa
     statuses: dict[int, int] = {}
     ids: dict = {}
 
-    async def worker(client: httpx.AsyncClient) -> None:
+    async def worker(connection: Connection) -> None:
         while not queue.empty():
             i, key = queue.get_nowait()
             body = orjson.dumps({"name": f"bench-{i}", "code": (AGENT + f"# miner {i}\n".encode()).decode()})
             headers = signed_headers(key, body)
             started = time.perf_counter()
-            response = await client.post(url + "/v1/miner/submit", content=body, headers=headers)
+            status, content = await connection.request("POST", "/v1/miner/submit", headers, body)
             latencies.append(time.perf_counter() - started)
-            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
-            if response.status_code == 202:
-                ids[key.ss58_address] = response.json()["submission_id"]
+            statuses[status] = statuses.get(status, 0) + 1
+            if status == 202:
+                ids[key.ss58_address] = orjson.loads(content)["submission_id"]
 
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client:
-        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+    connections = [Connection(port) for _ in range(concurrency)]
+    await asyncio.gather(*(worker(connection) for connection in connections))
+    for connection in connections:
+        connection.close()
     return latencies, statuses, ids
 
 
-async def status_reads(url: str, owners: list, ids: dict, concurrency: int, seconds: float):
+async def status_reads(port: int, owners: list, ids: dict, concurrency: int, seconds: float):
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     stop = time.perf_counter() + seconds
 
-    async def worker(client: httpx.AsyncClient, key) -> None:
+    async def worker(connection: Connection, key) -> None:
         path = f"/v1/miner/submissions/{ids[key.ss58_address]}"
         while time.perf_counter() < stop:
             headers = signed_headers(key, b"")
             started = time.perf_counter()
-            response = await client.get(url + path, headers=headers)
+            status, content = await connection.request("GET", path, headers)
             latencies.append(time.perf_counter() - started)
-            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            statuses[status] = statuses.get(status, 0) + 1
+            assert status != 200 or orjson.loads(content)["status"] == "queued"
 
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as client:
-        started = time.perf_counter()
-        await asyncio.gather(*(worker(client, owners[i % len(owners)]) for i in range(concurrency)))
-        wall = time.perf_counter() - started
+    connections = [Connection(port) for _ in range(concurrency)]
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(connections[i], owners[i % len(owners)]) for i in range(concurrency)))
+    wall = time.perf_counter() - started
+    for connection in connections:
+        connection.close()
     return latencies, statuses, wall
 
 
@@ -163,15 +199,22 @@ def run_server_bench(work: Path, label: str, keys: list, args, **settings) -> di
     arena.close()
     port = free_port()
     server = start_server(arena_dir, port)
-    url = f"http://127.0.0.1:{port}"
+    process = psutil.Process(server.pid)
+
+    def cpu_s(of: psutil.Process = process) -> float:
+        times = of.cpu_times()
+        return times.user + times.system
+
+    me = psutil.Process()
+
     try:
-        started = time.perf_counter()
-        sub_latencies, sub_statuses, ids = asyncio.run(submissions(url, keys, args.concurrency))
-        sub_wall = time.perf_counter() - started
+        cpu0, started, client0 = cpu_s(), time.perf_counter(), cpu_s(me)
+        sub_latencies, sub_statuses, ids = asyncio.run(submissions(port, keys, args.concurrency))
+        sub_wall, cpu1, client1 = time.perf_counter() - started, cpu_s(), cpu_s(me)
         read_latencies, read_statuses, read_wall = asyncio.run(
-            status_reads(url, keys[: args.concurrency], ids, args.concurrency, args.seconds)
+            status_reads(port, keys[: args.concurrency], ids, args.concurrency, args.seconds)
         )
-        server_cpu = psutil.Process(server.pid).cpu_times()
+        cpu2, client2 = cpu_s(), cpu_s(me)
     finally:
         server.terminate()
         server.wait(30)
@@ -189,14 +232,19 @@ def run_server_bench(work: Path, label: str, keys: list, args, **settings) -> di
             "stored": len(stored),
             "lost": lost,
             "code_missing": missing_code,
+            "server_cpu_ms_per_request": (cpu1 - cpu0) / len(sub_latencies) * 1000,
+            "server_cpu_share": (cpu1 - cpu0) / sub_wall,
+            "client_cpu_share": (client1 - client0) / sub_wall,
         },
         "status_reads": {
             **percentiles(read_latencies),
             "statuses": read_statuses,
             "per_s": len(read_latencies) / read_wall,
             "wall_s": read_wall,
+            "server_cpu_ms_per_request": (cpu2 - cpu1) / len(read_latencies) * 1000,
+            "server_cpu_share": (cpu2 - cpu1) / read_wall,
+            "client_cpu_share": (client2 - client1) / read_wall,
         },
-        "server_cpu_s": server_cpu.user + server_cpu.system,
     }
 
 
@@ -211,7 +259,8 @@ def main() -> None:
         "--pg", help="also run with the state on a scratch database of this PostgreSQL (admin URL)"
     )
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=160)
+    load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="arena-bench-"))
     build_synthetic(work / "cat", 500, seed=1, workers=1)
     catalog = open_catalog(work / "cat")
@@ -266,17 +315,9 @@ def main() -> None:
         )
     console.print(table)
     table = Table(title=f"server · {args.concurrency} concurrent loopback clients")
-    for column in (
-        "state / nonces",
-        "phase",
-        "requests",
-        "req/s",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "statuses",
-        "lost",
-    ):
+    columns = ("state / nonces", "phase", "requests", "req/s", "p50 ms", "p99 ms", "server CPU ms/req",
+               "server CPU share", "client CPU share", "statuses", "lost")  # fmt: skip
+    for column in columns:
         table.add_column(
             column, justify="left" if column in ("state / nonces", "phase", "statuses") else "right"
         )
@@ -284,15 +325,20 @@ def main() -> None:
         for phase in ("submissions", "status_reads"):
             row = run[phase]
             table.add_row(run["label"], phase, f"{row['n']:,}", f"{row['per_s']:,.0f}", f"{row['p50_ms']:.1f}",
-                          f"{row['p95_ms']:.1f}", f"{row['p99_ms']:.1f}", json.dumps(row["statuses"]),
+                          f"{row['p99_ms']:.1f}", f"{row['server_cpu_ms_per_request']:.2f}",
+                          f"{row['server_cpu_share']:.0%}", f"{row['client_cpu_share']:.0%}", json.dumps(row["statuses"]),
                           str(row.get("lost", "")))  # fmt: skip
     console.print(table)
+    load_after = os.getloadavg()
+    console.print(
+        f"load average (1 min) before {load_before[0]:.1f}, after {load_after[0]:.1f} on {psutil.cpu_count()} CPUs"
+    )
     out = Path(__file__).parent / "out" / "arena_bench.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({
         "when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": platform.platform(),
         "cpus": psutil.cpu_count(), "python": platform.python_version(), "args": vars(args),
-        "verification": verify, "server": runs,
+        "verification": verify, "server": runs, "loadavg_before": load_before, "loadavg_after": load_after,
     }, indent=2))  # fmt: skip
 
 
