@@ -126,7 +126,8 @@ def submit_cmd(
     if not as_json:
         say(f"admitted: submission [bold]{answer.submission_id}[/] (code sha256 {answer.code_sha256[:12]}…)")
         say(
-            f"follow it with `shoparena miner status --arena {arena} {answer.submission_id}`; next submission "
+            f"follow it with `shoparena miner status {answer.submission_id}` (with the same --arena and key "
+            "options); next submission "
             f"allowed at {answer.next_submission_at.isoformat(timespec='seconds')}"
         )
 
