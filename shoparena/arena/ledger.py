@@ -93,6 +93,19 @@ def _event(row) -> SubmissionEvent:
     )
 
 
+def _append_event(connection: Connection, submission_id: str, event: SubmissionEvent) -> None:
+    connection.execute(
+        insert(EVENTS).values(
+            submission_id=submission_id,
+            status=event.status,
+            actor=event.actor,
+            job_id=event.job_id,
+            detail=event.detail,
+            created_at=event.at,
+        )
+    )
+
+
 def _mean(values: list[float]) -> float | None:
     """Rounded to 9 places: qualities are multiples of 0.1 and a float sum must not land a hair under a
     threshold (the same reason as `judge.coefficient.mean_quality`)."""
@@ -172,15 +185,13 @@ class SubmissionLedger:
                     created_at=now,
                 )
             )
-            connection.execute(
-                insert(EVENTS).values(
-                    submission_id=submission_id,
-                    status="queued" if admitted else "rejected",
-                    actor=ARENA_ACTOR,
-                    detail=None if admitted else f"{len(violations)} admission violation(s)",
-                    created_at=now,
-                )
+            event = SubmissionEvent(
+                status="queued" if admitted else "rejected",
+                actor=ARENA_ACTOR,
+                detail=None if admitted else f"{len(violations)} admission violation(s)",
+                at=now,
             )
+            _append_event(connection, submission_id, event)
         return submission_id
 
     def get(self, submission_id: str) -> SubmissionView | None:
@@ -295,17 +306,9 @@ class SubmissionLedger:
                 raise ArenaError(
                     f"submission {submission_id} was rejected at admission; it is never evaluated"
                 )
-            connection.execute(
-                insert(EVENTS).values(
-                    submission_id=submission_id,
-                    status=status,
-                    actor=actor,
-                    job_id=job_id,
-                    detail=detail,
-                    created_at=now,
-                )
-            )
-        return SubmissionEvent(status=status, actor=actor, job_id=job_id, detail=detail, at=now)
+            event = SubmissionEvent(status=status, actor=actor, job_id=job_id, detail=detail, at=now)
+            _append_event(connection, submission_id, event)
+        return event
 
     # -- results -------------------------------------------------------------------------------------
 
@@ -361,16 +364,10 @@ class SubmissionLedger:
                 connection.execute(
                     insert(PROBLEMS), [{"result_id": result_id, **p.model_dump()} for p in problems]
                 )
-                connection.execute(
-                    insert(EVENTS).values(
-                        submission_id=result.submission_id,
-                        status="scored",
-                        actor=result.validator_hotkey,
-                        job_id=result.job_id,
-                        detail=None,
-                        created_at=now,
-                    )
+                scored = SubmissionEvent(
+                    status="scored", actor=result.validator_hotkey, job_id=result.job_id, at=now
                 )
+                _append_event(connection, result.submission_id, scored)
             views = self._results(connection, result.submission_id)
         view = next(
             v for v in views if v.job_id == result.job_id and v.validator_hotkey == result.validator_hotkey
