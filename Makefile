@@ -13,7 +13,7 @@ $(BIN)/python:
 # torch must come first and pinned: 2.13.0 is the CPU build on this disk; anything looser pulls CUDA.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,embed,es,bench,hf,scale]'
+	$(BIN)/pip install -q -e '.[dev,embed,es,bench,hf,scale,s3]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/corpus_bench.py --n 100000 --profile full
 	$(BIN)/python bench/corpus_bench.py --n 1000000 --profile compact
 	$(BIN)/python bench/sandbox_bench.py
+	$(BIN)/python bench/arena_bench.py --redis redis://127.0.0.1:6379/0 --pg postgresql://postgres@127.0.0.1:5432/postgres
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -5,11 +5,14 @@ from __future__ import annotations
 import typer
 
 from shoparena.cli import (
+    arena_cmd,
     catalog_cmd,
     corpus_cmd,
     eval_cmd,
     harness_cmd,
     judge_cmd,
+    keys_cmd,
+    miner_cmd,
     problems_cmd,
     score_cmd,
     store_cmd,
@@ -35,6 +38,9 @@ store_cmd.register(app)
 judge_cmd.register(app)
 corpus_cmd.register(app)
 eval_cmd.register(app)
+keys_cmd.register(app)
+arena_cmd.register(app)
+miner_cmd.register(app)
 
 
 def main() -> None:

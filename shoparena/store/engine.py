@@ -115,17 +115,18 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
             yield connection
 
 
-def alembic_config(connection: Any = None):
+def alembic_config(connection: Any = None, migrations: str = MIGRATIONS):
+    """`migrations`: the script location (the store's, or another stage's sharing this database)."""
     from alembic.config import Config
 
     config = Config(ALEMBIC_INI)
-    config.set_main_option("script_location", MIGRATIONS)
+    config.set_main_option("script_location", migrations)
     if connection is not None:
         config.attributes["connection"] = connection
     return config
 
 
-def upgrade_to_head(engine: Engine) -> None:
+def upgrade_to_head(engine: Engine, migrations: str = MIGRATIONS) -> None:
     """Bring the schema to the newest revision (a no-op when it is there already).
 
     Safe when several processes open a new store at once: SQLite serialises them on its write lock,
@@ -136,7 +137,7 @@ def upgrade_to_head(engine: Engine) -> None:
     with _ALEMBIC_LOCK, write_transaction(engine) as connection:
         if engine.dialect.name == "postgresql":
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
-        command.upgrade(alembic_config(connection), "head")
+        command.upgrade(alembic_config(connection, migrations), "head")
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -1,0 +1,100 @@
+"""The miner's (and later the validator's) side of the API: signed requests, typed answers, and every
+refusal raised as `ArenaRefused` carrying the server's reason and message."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from shoparena.arena.errors import ArenaError
+from shoparena.arena.models import (
+    Refusal,
+    SubmissionSummary,
+    SubmissionView,
+    SubmitAccepted,
+    SubmitRejected,
+    WhoAmI,
+)
+from shoparena.arena.signing import Signer, signed_headers
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+DEFAULT_ARENA_URL = "http://127.0.0.1:8742"
+
+
+class ArenaRefused(ArenaError):
+    """The arena answered with an error status."""
+
+    def __init__(self, status: int, refusal: Refusal):
+        super().__init__(refusal.message)
+        self.status = status
+        self.error = refusal.error
+        self.reason = refusal.reason
+        self.message = refusal.message
+        self.retry_after_s = refusal.retry_after_s
+
+
+class ArenaClient:
+    def __init__(self, url: str, signer: Signer, *, timeout: float = 60.0):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ArenaError(f"--arena {url!r}: expected an http(s) URL such as {DEFAULT_ARENA_URL}")
+        self.url = url.rstrip("/")
+        self.signer = signer
+        # A local arena is never reached through a proxy from the environment.
+        self._http = httpx.Client(timeout=timeout, trust_env=parts.hostname not in LOOPBACK_HOSTS)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ArenaClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def request(self, method: str, path: str, body: bytes = b"") -> httpx.Response:
+        headers = signed_headers(self.signer, body)
+        if body:
+            headers["Content-Type"] = "application/json"
+        try:
+            return self._http.request(method, self.url + path, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise ArenaError(f"cannot reach the arena at {self.url}: {exc or type(exc).__name__}") from None
+
+    def _checked(self, response: httpx.Response, *ok: int) -> Any:
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.status_code in ok:
+            return data
+        try:
+            refusal = Refusal.model_validate(data)
+        except ValidationError:
+            text = response.text[:300].strip() or response.reason_phrase
+            refusal = Refusal(error=f"http_{response.status_code}", message=text)
+        raise ArenaRefused(response.status_code, refusal)
+
+    def submit(self, name: str, code: str) -> SubmitAccepted | SubmitRejected:
+        """202 → SubmitAccepted, 422 → SubmitRejected (with its violations); anything else raises."""
+        body = orjson.dumps({"name": name, "code": code})
+        response = self.request("POST", "/v1/miner/submit", body)
+        data = self._checked(response, 202, 422)
+        if response.status_code == 422:
+            return SubmitRejected.model_validate(data)
+        return SubmitAccepted.model_validate(data)
+
+    def submission(self, submission_id: str) -> SubmissionView:
+        response = self.request("GET", f"/v1/miner/submissions/{quote(submission_id, safe='')}")
+        return SubmissionView.model_validate(self._checked(response, 200))
+
+    def submissions(self) -> list[SubmissionSummary]:
+        response = self.request("GET", "/v1/miner/submissions")
+        return TypeAdapter(list[SubmissionSummary]).validate_python(self._checked(response, 200))
+
+    def whoami(self) -> WhoAmI:
+        return WhoAmI.model_validate(self._checked(self.request("GET", "/v1/whoami"), 200))

@@ -1,0 +1,136 @@
+"""An arena directory: its configuration (`arena.json`), made once by `arena init` and read by every
+later command.
+
+```
+ARENA/arena.json   ArenaConfig: catalogue and problem bank (paths, sha256), store URL, code store,
+                   nonce store, skew, cooldowns, size limits
+ARENA/arena.db     SQLite: the arena's tables and the trajectory store (default; or --store URL)
+ARENA/nonces.db    SQLite nonce store (default; or a redis:// URL)
+ARENA/code/ab/…    submitted code by sha256 (default; or an s3:// URL)
+```
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shoparena.arena.errors import ArenaConfigError
+from shoparena.arena.ledger import CooldownPolicy
+from shoparena.arena.nonces import DEFAULT_REDIS_PREFIX
+from shoparena.index.catalog_dir import CatalogDirError, read_meta
+from shoparena.problems.io import ProblemFileError, read_problems
+
+CONFIG_FILE = "arena.json"
+DEFAULT_STATE_FILE = "arena.db"
+DEFAULT_CODE_DIR = "code"
+SCHEMA = "shoparena.arena/1"
+MIB = 1024 * 1024
+SHOWN_REJECTS = 5
+
+
+class ArenaConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["shoparena.arena/1"] = Field(default=SCHEMA, alias="schema")
+    catalog: str
+    problems: str
+    problems_sha256: str
+    problems_count: int
+    store: str = DEFAULT_STATE_FILE
+    """Database URL, or a SQLite file path relative to the arena directory."""
+    code_store: str = DEFAULT_CODE_DIR
+    """A directory relative to the arena directory, or s3://bucket/prefix."""
+    nonce_store: str = "sqlite"
+    """`sqlite` (nonces.db in the arena directory), a file path, or redis://host:port/db."""
+    nonce_prefix: str = DEFAULT_REDIS_PREFIX
+    """Key prefix in Redis (several arenas can share one server)."""
+    skew_s: int = Field(default=60, ge=1, le=3600)
+    cooldown: CooldownPolicy = Field(default_factory=CooldownPolicy)
+    max_code_bytes: int = Field(default=MIB, ge=1)
+    max_body_bytes: int = Field(default=2 * MIB, ge=1)
+    """Transport cap of a submit request: the code plus its JSON escaping (≈ 1.1× for ordinary code)."""
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    def store_url(self, arena_dir: Path) -> str:
+        if "://" in self.store:
+            return self.store
+        return str((Path(arena_dir) / self.store).resolve())
+
+    def dump(self) -> bytes:
+        return orjson.dumps(self.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def new_config(
+    arena_dir: Path,
+    catalog: Path,
+    problems: Path,
+    *,
+    store: str | None = None,
+    code_store: str | None = None,
+    nonce_store: str | None = None,
+    **settings,
+) -> ArenaConfig:
+    """Check the catalogue and the problem bank and describe a new arena (nothing is written yet)."""
+    arena_dir = Path(arena_dir)
+    if (arena_dir / CONFIG_FILE).exists():
+        raise ArenaConfigError(
+            f"{arena_dir} is an arena already ({CONFIG_FILE} exists); pick a new directory"
+        )
+    try:
+        read_meta(Path(catalog))
+    except (CatalogDirError, ValueError) as exc:
+        raise ArenaConfigError(f"--catalog {catalog}: {exc}") from None
+    try:
+        loaded = read_problems(problems)
+    except ProblemFileError as exc:
+        raise ArenaConfigError(f"--problems: {exc}") from None
+    if loaded.rejects:
+        shown = "; ".join(f"{r.location} {r.field}: {r.reason}" for r in loaded.rejects[:SHOWN_REJECTS])
+        raise ArenaConfigError(
+            f"--problems {problems}: {len(loaded.rejects)} bad record(s) ({shown}); an arena's problem bank "
+            "must load cleanly — fix or drop them first"
+        )
+    if not loaded.problems:
+        raise ArenaConfigError(f"--problems {problems}: no problems in the file")
+    values = {"store": store, "code_store": code_store, "nonce_store": nonce_store, **settings}
+    try:
+        return ArenaConfig(
+            catalog=str(Path(catalog).resolve()),
+            problems=str(Path(problems).resolve()),
+            problems_sha256=_file_sha256(Path(problems)),
+            problems_count=len(loaded.problems),
+            **{key: value for key, value in values.items() if value is not None},
+        )
+    except ValidationError as exc:
+        raise ArenaConfigError(f"arena settings: {exc}") from None
+
+
+def write_config(arena_dir: Path, config: ArenaConfig) -> None:
+    Path(arena_dir).mkdir(parents=True, exist_ok=True)
+    (Path(arena_dir) / CONFIG_FILE).write_bytes(config.dump())
+
+
+def read_config(arena_dir: Path) -> ArenaConfig:
+    path = Path(arena_dir) / CONFIG_FILE
+    if not path.exists():
+        raise ArenaConfigError(
+            f"{arena_dir} is not an arena directory (no {CONFIG_FILE}); make one with `shoparena arena init`"
+        )
+    try:
+        return ArenaConfig.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        raise ArenaConfigError(f"{path}: {exc}") from None

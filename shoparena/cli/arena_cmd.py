@@ -1,0 +1,213 @@
+"""`shoparena arena`: make an arena directory, edit its local metagraph, check a miner file, serve the API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from shoparena.cli.common import console, err_console, fail, print_json
+
+
+def say(*objects, **options) -> None:
+    """One message on stdout, never wrapped (paths and URLs stay whole for copying) nor highlighted."""
+    console.print(*objects, soft_wrap=True, highlight=False, **options)
+
+
+def say_err(*objects, **options) -> None:
+    err_console.print(*objects, soft_wrap=True, highlight=False, **options)
+
+
+arena_app = typer.Typer(
+    name="arena",
+    help="Run an arena: `init` a directory, `register` hotkeys, `serve` the signed API (SPEC §6).",
+    no_args_is_help=True,
+)
+
+DirOption = Annotated[Path, typer.Option("--dir", help="The arena directory (`arena init` made it).")]
+
+
+def _open(arena_dir: Path, **options):
+    from shoparena.arena import ArenaError, open_arena
+
+    try:
+        return open_arena(arena_dir, **options)
+    except ArenaError as exc:
+        raise fail(str(exc)) from None
+
+
+@arena_app.command("init")
+def init_cmd(
+    arena_dir: DirOption,
+    catalog: Annotated[Path, typer.Option("--catalog", help="A built catalogue directory.")],
+    problems: Annotated[Path, typer.Option("--problems", help="The problem bank (any problem file format).")],
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Database for the arena's state and the trajectory store [default: arena.db in --dir]; postgresql://… for PostgreSQL.",
+            show_default=False,
+        ),
+    ] = None,
+    code_store: Annotated[
+        str | None,
+        typer.Option(
+            "--code-store",
+            help="Where code goes [default: code/ in --dir]; s3://BUCKET/PREFIX[?endpoint=URL].",
+            show_default=False,
+        ),
+    ] = None,
+    nonce_store: Annotated[
+        str | None,
+        typer.Option(
+            "--nonce-store", help="`sqlite` (nonces.db in --dir) or redis://host:port/db.", show_default=False
+        ),
+    ] = None,
+    skew_s: Annotated[
+        int, typer.Option("--skew-s", min=1, help="Allowed clock skew of signed requests (s).")
+    ] = 60,
+    cooldown_s: Annotated[
+        int,
+        typer.Option(
+            "--cooldown-s", min=0, help="Cooldown after an admitted or integrity-rejected submission (s)."
+        ),
+    ] = 12 * 3600,
+    security_cooldown_s: Annotated[
+        int, typer.Option("--security-cooldown-s", min=0, help="Cooldown after a security rejection (s).")
+    ] = 3600,
+    format_cooldown_s: Annotated[
+        int, typer.Option("--format-cooldown-s", min=0, help="Cooldown after a format-only rejection (s).")
+    ] = 300,
+) -> None:
+    """Make an arena directory: config, state database (+ trajectory store), code storage."""
+    from shoparena.arena import ArenaError, CooldownPolicy, init_arena
+
+    cooldown = CooldownPolicy(full_s=cooldown_s, security_s=security_cooldown_s, format_s=format_cooldown_s)
+    try:
+        arena = init_arena(
+            arena_dir,
+            catalog,
+            problems,
+            store=store,
+            code_store=code_store,
+            nonce_store=nonce_store,
+            skew_s=skew_s,
+            cooldown=cooldown,
+        )
+    except ArenaError as exc:
+        raise fail(str(exc)) from None
+    with arena:
+        config = arena.config
+        say(f"arena {arena_dir}: {config.problems_count} problems, state {arena.store.url}")
+        say(f"code store {arena.code.url}, nonce store {config.nonce_store}")
+        say(f"next: `shoparena arena register --dir {arena_dir} --hotkey SS58 --role miner`")
+
+
+@arena_app.command("register")
+def register_cmd(
+    arena_dir: DirOption,
+    hotkey: Annotated[str, typer.Option("--hotkey", help="The SS58 address to (de)register.")],
+    role: Annotated[
+        str | None, typer.Option("--role", help="miner or validator.", show_default=False)
+    ] = None,
+    stake: Annotated[float, typer.Option("--stake", min=0, help="Stake (validators).")] = 0.0,
+    uid: Annotated[
+        int | None, typer.Option("--uid", min=0, help="Chain uid, if known.", show_default=False)
+    ] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Deregister the hotkey instead.")] = False,
+) -> None:
+    """Add a hotkey to the local metagraph (or change its role/stake, or --remove it)."""
+    from shoparena.arena import ArenaError
+
+    with _open(arena_dir) as arena:
+        if remove:
+            if not arena.metagraph.remove(hotkey):
+                raise fail(f"hotkey {hotkey} is not registered on {arena_dir}")
+            say(f"removed {hotkey}")
+            return
+        if role is None:
+            raise fail("--role miner|validator is required (or --remove)")
+        try:
+            neuron = arena.metagraph.register(hotkey, role, stake, uid=uid)
+        except ArenaError as exc:
+            raise fail(str(exc)) from None
+    say(f"registered {neuron.hotkey} as {neuron.role} (stake {neuron.stake:g})")
+
+
+@arena_app.command("neurons")
+def neurons_cmd(
+    arena_dir: DirOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the local metagraph."""
+    with _open(arena_dir) as arena:
+        neurons = arena.metagraph.all()
+    if as_json:
+        print_json([n.model_dump(mode="json") for n in neurons])
+        return
+    table = Table("hotkey", "role", "stake", "uid", "source")
+    for n in neurons:
+        table.add_row(n.hotkey, n.role, f"{n.stake:g}", "" if n.uid is None else str(n.uid), n.source)
+    console.print(table)
+
+
+@arena_app.command("check")
+def check_cmd(
+    agent: Annotated[Path, typer.Argument(help="The miner file (one Python file defining agent_main).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
+) -> None:
+    """Run admission on a miner file as the server does: exit 0 admitted, 1 with the violations."""
+    from shoparena.arena.admission import check_submission
+
+    try:
+        code = agent.read_bytes()
+    except OSError as exc:
+        raise fail(f"{agent}: cannot read: {exc.strerror or exc}") from None
+    violations = check_submission(code)
+    if as_json:
+        print_json({"admitted": not violations, "violations": [v.model_dump() for v in violations]})
+    elif not violations:
+        say(f"{agent}: admitted")
+    else:
+        print_violations(str(agent), violations)
+    if violations:
+        raise typer.Exit(1)
+
+
+def print_violations(source: str, violations) -> None:
+    say_err(f"{source}: rejected, {len(violations)} violation(s):")
+    for v in violations:
+        where = f"{source}:{v.line}:{v.col}" if v.line is not None else source
+        say_err(f"  {where}: [bold]{v.rule}[/] ({v.kind}) {v.message}")
+
+
+@arena_app.command("serve")
+def serve_cmd(
+    arena_dir: DirOption,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8742,
+    nonce_store: Annotated[
+        str | None,
+        typer.Option(
+            "--nonce-store",
+            help="Override the configured nonce store (e.g. redis://127.0.0.1:6379).",
+            show_default=False,
+        ),
+    ] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the signed API until interrupted."""
+    from shoparena.arena.server import create_app, serve
+
+    with _open(arena_dir, nonce_store=nonce_store) as arena:
+        say_err(
+            f"arena {arena_dir} on http://{host}:{port} — state {arena.store.url}, code {arena.code.url}, "
+            f"nonces {arena.config.nonce_store}"
+        )
+        serve(create_app(arena), host=host, port=port, log_level=log_level)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(arena_app, name="arena")

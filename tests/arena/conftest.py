@@ -1,0 +1,193 @@
+"""Arena fixtures: a real arena directory over the session's generated catalogue, real sr25519 keys, the
+real server on a loopback port, and the real PostgreSQL and Redis (unique names, cleaned up).
+
+PostgreSQL is shared with the store tests' fixtures (one database per session, one schema per test);
+Redis tests each get a key prefix of their own and delete their keys afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from shoparena.arena import init_arena
+from shoparena.arena.keys import keypair_from_seed, new_key_file
+from shoparena.arena.server import create_app, running
+from shoparena.arena.signing import signed_headers
+from shoparena.problems.generator import ProblemGenerator
+from shoparena.problems.io import write_problems
+from tests.store.conftest import pg_database, pg_store_url  # noqa: F401  (fixtures shared with the store tests)
+
+REDIS_URL = os.environ.get("SHOPARENA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+BENIGN = b'''"""A plain agent: search for the query, recommend the first hit."""
+
+import json
+import re
+
+
+def agent_main(problem_data):
+    query = re.sub(r"\\s+", " ", problem_data["query"]).strip()
+    return [{"tool": "find_product", "args": {"q": query}}, {"note": json.dumps({"len": len(query)})}]
+'''
+BANNED = b"""import subprocess
+
+
+def agent_main(problem_data):
+    return subprocess.run(["cat", "/etc/passwd"], capture_output=True).stdout
+"""
+
+
+class Clock:
+    """Unix seconds the server reads; tests move it instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+class Key:
+    """A real sr25519 keypair (what `keys new` writes)."""
+
+    def __init__(self) -> None:
+        self.file = new_key_file()
+        self.keypair = keypair_from_seed(self.file.secret_seed)
+        self.hotkey = self.keypair.ss58_address
+
+    def headers(self, body: bytes = b"", **overrides) -> dict[str, str]:
+        return signed_headers(self.keypair, body, **overrides)
+
+
+@pytest.fixture(scope="session")
+def problems_file(small_catalog, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("bank") / "bank.jsonl"
+    write_problems(path, ProblemGenerator(small_catalog, seed=3).generate(6))
+    return path
+
+
+@pytest.fixture
+def miner() -> Key:
+    return Key()
+
+
+@pytest.fixture
+def miner2() -> Key:
+    return Key()
+
+
+@pytest.fixture
+def validator() -> Key:
+    return Key()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def make_arena(arena_dir: Path, catalog: Path, problems: Path, keys: dict[str, list[Key]], **settings):
+    arena = init_arena(arena_dir, catalog, problems, **settings)
+    for role, role_keys in keys.items():
+        for key in role_keys:
+            arena.metagraph.register(key.hotkey, role, 10.0 if role == "validator" else 0.0)
+    return arena
+
+
+@pytest.fixture
+def arena(tmp_path, small_catalog_dir, problems_file, miner, miner2, validator):
+    """A fresh SQLite arena with two miners and a validator registered."""
+    opened = make_arena(
+        tmp_path / "arena",
+        small_catalog_dir,
+        problems_file,
+        {"miner": [miner, miner2], "validator": [validator]},
+        cooldown={"full_s": 43200, "security_s": 600, "format_s": 60},
+    )
+    yield opened
+    opened.close()
+
+
+class Server:
+    def __init__(self, url: str, arena, clock: Clock):
+        self.url = url
+        self.arena = arena
+        self.clock = clock
+        self.http = httpx.Client(base_url=url, timeout=30, trust_env=False)
+
+    def signed(self, method: str, path: str, key: Key, body: bytes = b"", **overrides) -> httpx.Response:
+        """A request signed now by the server's clock (unless `timestamp` says otherwise)."""
+        overrides.setdefault("timestamp", int(self.clock()))
+        return self.http.request(method, path, content=body, headers=key.headers(body, **overrides))
+
+
+@pytest.fixture
+def server_factory(clock) -> Iterator:
+    """Start the real server over an arena (optionally with another admission checker)."""
+    started = []
+
+    def start(arena, **options) -> Server:
+        context = running(create_app(arena, clock=clock, **options))
+        url = context.__enter__()
+        server = Server(url, arena, clock)
+        started.append((context, server))
+        return server
+
+    yield start
+    for context, server in reversed(started):
+        server.http.close()
+        context.__exit__(None, None, None)
+
+
+@pytest.fixture
+def server(arena, server_factory) -> Server:
+    return server_factory(arena)
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix of this test's own on the real Redis; its keys are deleted afterwards."""
+    import redis
+
+    prefix = f"shoparena-test:{uuid.uuid4().hex[:12]}:"
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.fail(
+            f"Redis at {REDIS_URL} is unreachable ({exc}); the nonce store must be tested on Redis too: start "
+            "it, or set SHOPARENA_TEST_REDIS_URL",
+            pytrace=False,
+        )
+    yield prefix
+    keys = list(client.scan_iter(match=prefix + "*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def parallel(n: int, action) -> list:
+    """Run `action(i)` on n threads released at the same instant; results in index order."""
+    barrier = threading.Barrier(n)
+    results: list = [None] * n
+
+    def run(i: int) -> None:
+        barrier.wait()
+        results[i] = action(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return results

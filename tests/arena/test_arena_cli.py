@@ -1,0 +1,290 @@
+"""`shoparena keys`, `arena` and `miner` from the command line, against the real server on loopback
+(in-thread for most, and `arena serve` as a real subprocess once)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import httpx
+import orjson
+import pytest
+from bittensor_wallet import Wallet
+from typer.testing import CliRunner
+
+from shoparena.arena import ProblemResultIn, ResultIn
+from shoparena.cli import app
+from tests.arena.conftest import BANNED, BENIGN, Key
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def files(tmp_path):
+    benign, banned = tmp_path / "agent.py", tmp_path / "bad_agent.py"
+    benign.write_bytes(BENIGN)
+    banned.write_bytes(BANNED)
+    return benign, banned
+
+
+@pytest.fixture
+def key_file(tmp_path, miner):
+    """The registered miner's key as a key file."""
+    from shoparena.arena.keys import write_key_file
+
+    path = tmp_path / "miner.json"
+    write_key_file(path, miner.file)
+    return path
+
+
+def test_keys_new_and_show(tmp_path):
+    path = tmp_path / "k.json"
+    result = invoke("keys", "new", "--out", path, "--json")
+    assert result.exit_code == 0, result.output
+    address = orjson.loads(result.stdout)["ss58_address"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert orjson.loads(path.read_bytes())["ss58_address"] == address
+    again = invoke("keys", "new", "--out", path)
+    assert again.exit_code == 2 and "exists already" in again.output
+    assert invoke("keys", "show", "--key", path).stdout.strip() == address
+    neither = invoke("keys", "show")
+    assert neither.exit_code == 2 and "exactly one of --key" in neither.output
+    path.write_text("{}")
+    broken = invoke("keys", "show", "--key", path)
+    assert broken.exit_code == 2 and "not a key file" in broken.output and "Traceback" not in broken.output
+
+
+def test_keys_show_wallet(tmp_path):
+    wallet = Wallet(name="mywallet", hotkey="hk1", path=str(tmp_path))
+    wallet.create_if_non_existent(coldkey_use_password=False, hotkey_use_password=False, suppress=True)
+    result = invoke("keys", "show", "--wallet", "mywallet", "--hotkey", "hk1", "--wallet-path", tmp_path)
+    assert result.exit_code == 0 and result.stdout.strip() == wallet.hotkey.ss58_address
+    missing = invoke("keys", "show", "--wallet", "nope", "--wallet-path", tmp_path)
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+def test_arena_init_register_neurons(tmp_path, small_catalog_dir, problems_file):
+    arena_dir = tmp_path / "arena"
+    result = invoke(
+        "arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file
+    )
+    assert result.exit_code == 0, result.output
+    assert "6 problems" in result.output
+    config = orjson.loads((arena_dir / "arena.json").read_bytes())
+    assert config["problems_count"] == 6 and config["cooldown"]["full_s"] == 43200 and config["skew_s"] == 60
+    assert (arena_dir / "arena.db").exists() and (arena_dir / "code").is_dir()
+    again = invoke(
+        "arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file
+    )
+    assert again.exit_code == 2 and "is an arena already" in again.output
+
+    key = Key()
+    ok = invoke(
+        "arena", "register", "--dir", arena_dir, "--hotkey", key.hotkey, "--role", "validator", "--stake", "5"
+    )
+    assert ok.exit_code == 0 and "as validator" in ok.output
+    listed = orjson.loads(invoke("arena", "neurons", "--dir", arena_dir, "--json").stdout)
+    assert [(n["hotkey"], n["role"], n["stake"]) for n in listed] == [(key.hotkey, "validator", 5.0)]
+    for args, message in (
+        (["--hotkey", "5notakey", "--role", "miner"], "not a valid SS58"),
+        (["--hotkey", key.hotkey, "--role", "owner"], "--role"),
+        (["--hotkey", key.hotkey], "--role miner|validator is required"),
+        (["--hotkey", Key().hotkey, "--remove"], "is not registered"),
+    ):
+        failed = invoke("arena", "register", "--dir", arena_dir, *args)
+        assert failed.exit_code == 2 and message in failed.output, failed.output
+        assert "Traceback" not in failed.output
+    assert invoke("arena", "register", "--dir", arena_dir, "--hotkey", key.hotkey, "--remove").exit_code == 0
+    missing = invoke("arena", "neurons", "--dir", tmp_path / "nowhere")
+    assert missing.exit_code == 2 and "not an arena directory" in missing.output
+
+
+def test_arena_init_refuses_bad_inputs(tmp_path, small_catalog_dir, problems_file):
+    bad_catalog = invoke(
+        "arena", "init", "--dir", tmp_path / "a", "--catalog", tmp_path, "--problems", problems_file
+    )
+    assert bad_catalog.exit_code == 2 and "not a catalogue directory" in bad_catalog.output
+    bank = tmp_path / "bank.jsonl"
+    lines = problems_file.read_bytes().splitlines()
+    bank.write_bytes(b"\n".join([lines[0], b'{"query": 3}', *lines[1:]]) + b"\n")
+    bad_bank = invoke(
+        "arena", "init", "--dir", tmp_path / "b", "--catalog", small_catalog_dir, "--problems", bank
+    )
+    assert bad_bank.exit_code == 2 and "bank.jsonl:2" in bad_bank.output
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_arena_check(files):
+    benign, banned = files
+    assert invoke("arena", "check", benign).exit_code == 0
+    rejected = invoke("arena", "check", banned)
+    assert (
+        rejected.exit_code == 1
+        and "security.banned_import" in rejected.output
+        and "bad_agent.py:1:0" in rejected.output
+    )
+    as_json = invoke("arena", "check", banned, "--json")
+    assert orjson.loads(as_json.stdout)["violations"][0]["kind"] == "security"
+
+
+def test_miner_submit_and_status(server, key_file, files):
+    benign, _banned = files
+    submitted = invoke("miner", "submit", "--arena", server.url, "--key", key_file, benign, "--json")
+    assert submitted.exit_code == 0, submitted.output
+    submission_id = orjson.loads(submitted.stdout)["submission_id"]
+    shown = invoke("miner", "status", "--arena", server.url, "--key", key_file, submission_id)
+    assert shown.exit_code == 0 and "queued" in shown.output and "agent.py" in shown.output
+    listed = invoke("miner", "status", "--arena", server.url, "--key", key_file)
+    assert submission_id in listed.output
+    blocked = invoke("miner", "submit", "--arena", server.url, "--key", key_file, benign)
+    assert blocked.exit_code == 2 and "cooldown" in blocked.output
+    assert re.search(r"wait (12 h 0|11 h 59) min", blocked.output)
+    unknown = invoke("miner", "status", "--arena", server.url, "--key", key_file, "0" * 32)
+    assert unknown.exit_code == 2 and "not found" in unknown.output
+
+
+def test_miner_submit_rejected_file(server, key_file, files):
+    _benign, banned = files
+    rejected = invoke("miner", "submit", "--arena", server.url, "--key", key_file, banned)
+    assert rejected.exit_code == 1
+    assert "security.banned_import" in rejected.output and "next submission allowed" in rejected.output
+
+
+def test_miner_status_shows_scores(server, key_file, miner, validator):
+    submission_id = server.signed(
+        "POST", "/v1/miner/submit", miner, orjson.dumps({"name": "a", "code": BENIGN.decode()})
+    ).json()["submission_id"]
+    server.arena.ledger.add_result(
+        ResultIn(
+            submission_id=submission_id,
+            job_id="job-7",
+            validator_hotkey=validator.hotkey,
+            scoring_pipeline_version="prod-strict-1",
+            problems=[
+                ProblemResultIn(problem_id="p-one", success=True, rule_score=1.0, judge_quality=0.9),
+                ProblemResultIn(
+                    problem_id="p-two", success=False, rule_score=0.0, judge_quality=0.3, error="timeout"
+                ),
+            ],
+        )
+    )
+    shown = invoke("miner", "status", "--arena", server.url, "--key", key_file, submission_id)
+    assert shown.exit_code == 0, shown.output
+    assert "scored" in shown.output and "p-one" in shown.output and "timeout" in shown.output
+    assert (
+        "ASR 0.500 (1/2)" in shown.output
+        and "judge q 0.600, coefficient 0.825, final score 0.41" in shown.output
+    )
+
+
+def test_miner_refusals_are_explained(server, tmp_path, files, validator):
+    benign, _ = files
+    stranger = tmp_path / "stranger.json"
+    invoke("keys", "new", "--out", stranger)
+    unknown = invoke("miner", "submit", "--arena", server.url, "--key", stranger, benign)
+    assert (
+        unknown.exit_code == 2 and "unknown_hotkey" in unknown.output and "arena register" in unknown.output
+    )
+    from shoparena.arena.keys import write_key_file
+
+    validator_file = tmp_path / "validator.json"
+    write_key_file(validator_file, validator.file)
+    wrong = invoke("miner", "submit", "--arena", server.url, "--key", validator_file, benign)
+    assert wrong.exit_code == 2 and "wrong_role" in wrong.output
+    server.clock.advance(300)
+    skewed = invoke("miner", "status", "--arena", server.url, "--key", validator_file)
+    assert skewed.exit_code == 2 and "skew" in skewed.output and "sync the clock" in skewed.output
+
+
+def test_miner_submit_local_checks(tmp_path, key_file):
+    not_text = tmp_path / "binary.py"
+    not_text.write_bytes(b"\xff\xfe\x00")
+    result = invoke("miner", "submit", "--key", key_file, "--arena", "http://127.0.0.1:9", not_text)
+    assert result.exit_code == 2 and "not UTF-8" in result.output
+    big = tmp_path / "big.py"
+    big.write_bytes(b"#" * (1024 * 1024 + 1))
+    result = invoke("miner", "submit", "--key", key_file, "--arena", "http://127.0.0.1:9", big)
+    assert result.exit_code == 2 and "at most 1 MiB" in result.output
+    ok = tmp_path / "ok.py"
+    ok.write_bytes(BENIGN)
+    result = invoke("miner", "submit", "--key", key_file, "--arena", "http://127.0.0.1:9", ok)
+    assert result.exit_code == 2 and "cannot reach the arena" in result.output
+    result = invoke("miner", "submit", "--key", key_file, "--arena", "ftp://x", ok)
+    assert result.exit_code == 2 and "http(s) URL" in result.output
+
+
+def test_miner_signs_with_a_wallet(server, tmp_path, files):
+    wallet = Wallet(name="w", hotkey="h", path=str(tmp_path))
+    wallet.create_if_non_existent(coldkey_use_password=False, hotkey_use_password=False, suppress=True)
+    server.arena.metagraph.register(wallet.hotkey.ss58_address, "miner")
+    benign, _ = files
+    args = ["--wallet", "w", "--hotkey", "h", "--wallet-path", tmp_path]
+    result = invoke("miner", "submit", "--arena", server.url, *args, benign)
+    assert result.exit_code == 0, result.output
+    assert "admitted" in result.output
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_arena_serve_subprocess(tmp_path, small_catalog_dir, problems_file, files):
+    arena_dir, key = tmp_path / "arena", tmp_path / "k.json"
+    assert (
+        invoke(
+            "arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file
+        ).exit_code
+        == 0
+    )
+    invoke("keys", "new", "--out", key)
+    hotkey = invoke("keys", "show", "--key", key).stdout.strip()
+    assert (
+        invoke("arena", "register", "--dir", arena_dir, "--hotkey", hotkey, "--role", "miner").exit_code == 0
+    )
+    port = free_port()
+    command = [
+        sys.executable,
+        "-c",
+        "from shoparena.cli import main; main()",
+        "arena",
+        "serve",
+        "--dir",
+        str(arena_dir),
+        "--port",
+        str(port),
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1"}
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "arena serve did not come up"
+            time.sleep(0.2)
+        submitted = invoke("miner", "submit", "--arena", url, "--key", key, files[0])
+        assert submitted.exit_code == 0 and "admitted" in submitted.output
+    finally:
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=30)[0].decode()
+    assert process.returncode in (0, 130), output  # uvicorn re-raises the SIGINT after a clean shutdown
+    assert "Shutting down" in output and "Traceback" not in output
+    assert f"on http://127.0.0.1:{port}" in output
