@@ -48,6 +48,7 @@ from shoparena.corpus.models import (
     NEVER_TOUCH,
     UNREADABLE,
     CorpusRow,
+    RejectedRow,
     join_row,
     row_json,
     row_parts,
@@ -193,16 +194,16 @@ def _reject(
     reason: str, detail: str, source: str, problem_id: str | None, row: CorpusRow | None, raw: Any
 ) -> tuple:
     bucket = row.metadata.bucket if row is not None else None
-    payload = {
-        "reason": reason,
-        "detail": detail,
-        "source": source,
-        "problem_id": problem_id,
-        "row": orjson.Fragment(row_json(row)) if row is not None else None,
-        "raw": raw,
-    }
+    line = RejectedRow(
+        reason=reason,
+        detail=detail,
+        source=source,
+        problem_id=problem_id,
+        row=orjson.Fragment(row_json(row)) if row is not None else None,
+        raw=raw,
+    ).to_json()
     unjudged = row is not None and row.metadata.judge_quality is None
-    return ("reject", reason, bucket, orjson.dumps(payload, default=str), unjudged)
+    return ("reject", reason, bucket, line, unjudged)
 
 
 def _spool(
@@ -498,15 +499,14 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
             dropped_rows = db.execute("SELECT * FROM dropped ORDER BY seq")
             for _, problem_id, chunk, off, length, trl_length, stored, detail in dropped_rows:
                 data = read_row(chunk, off, stored, length + trl_length)[:length]
-                rejects.write(
-                    {
-                        "reason": DEDUP_RANKED_OUT,
-                        "detail": detail,
-                        "source": orjson.loads(row_parts(data)[2])["source"],
-                        "problem_id": problem_id,
-                        "row": orjson.Fragment(data),
-                        "raw": None,
-                    }
+                rejects.write_line(
+                    RejectedRow(
+                        reason=DEDUP_RANKED_OUT,
+                        detail=detail,
+                        source=orjson.loads(row_parts(data)[2])["source"],
+                        problem_id=problem_id,
+                        row=orjson.Fragment(data),
+                    ).to_json()
                 )
 
             marks["rank"] = time.perf_counter()
@@ -534,15 +534,14 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                 metadata = orjson.dumps(meta)
                 bucket = meta.get("bucket")
                 if pool_name == "never_touch":
-                    rejects.write(
-                        {
-                            "reason": NEVER_TOUCH,
-                            "detail": f"problem is in never-touch cluster {cluster}",
-                            "source": meta["source"],
-                            "problem_id": problem_id,
-                            "row": orjson.Fragment(join_row(messages, tools, metadata)),
-                            "raw": None,
-                        }
+                    rejects.write_line(
+                        RejectedRow(
+                            reason=NEVER_TOUCH,
+                            detail=f"problem is in never-touch cluster {cluster}",
+                            source=meta["source"],
+                            problem_id=problem_id,
+                            row=orjson.Fragment(join_row(messages, tools, metadata)),
+                        ).to_json()
                     )
                     tally.reasons[NEVER_TOUCH] += 1
                     tally.add("rejected", bucket)
