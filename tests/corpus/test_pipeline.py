@@ -294,9 +294,9 @@ def test_lazily_read_records_are_judged_like_parsed_ones(runs, tmp_path, monkeyp
     """Canonical records take a lazy reading path in the build; its rejects (reason and detail) must be
     those of normalising the fully parsed record, and one or two workers (several chunks each) must
     write byte-identical outputs."""
-    import shoparena.corpus.pipeline as pipeline
+    from shoparena.corpus import rowstage
 
-    monkeypatch.setattr(pipeline, "CHUNK", 5)
+    monkeypatch.setattr(rowstage, "CHUNK", 5)
     record = runs.records(runs.agentic)[0]
     broken = _broken_trajectories(record)
     source = tmp_path / "mixed.jsonl"
