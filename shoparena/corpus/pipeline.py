@@ -240,12 +240,6 @@ def export_rows(
 
 
 # -- stage 5: counts and manifest ---------------------------------------------------------------------------
-class Summary(NamedTuple):
-    counts: dict[str, int]
-    reasons: dict[str, int]
-    manifest: dict[str, Any]
-
-
 def summarise(
     config: CorpusConfig,
     tokenizer: str,
@@ -254,9 +248,9 @@ def summarise(
     exported: ExportResult,
     tally: Tally,
     files: dict[str, dict],
-) -> Summary:
+) -> CorpusResult:
     """Counts from the files as written, checked for conservation (raises `ConservationError`), and
-    the manifest, written to `manifest.json`."""
+    the manifest, written to `manifest.json`; the result's timings are the caller's to fill in."""
     deduplicated = tally.reasons[DEDUP_RANKED_OUT]
     counts = {
         "inputs": gated.inputs,
@@ -300,7 +294,9 @@ def summarise(
     (config.out / "manifest.json").write_bytes(
         orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
     )
-    return Summary(counts, dict(tally.reasons), manifest)
+    return CorpusResult(
+        counts=counts, reasons=dict(tally.reasons), manifest=manifest, out=config.out, seconds=0.0
+    )
 
 
 # -- the build --------------------------------------------------------------------------------------------
@@ -351,14 +347,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
     tally = Tally()
     for stage in (gated.tally, ranked.tally, exported.tally):
         tally.merge(stage)
-    summary = summarise(config, tokenizer, gated, plan, exported, tally, files)
-    result = CorpusResult(
-        counts=summary.counts,
-        reasons=summary.reasons,
-        manifest=summary.manifest,
-        out=config.out,
-        seconds=0.0,
-    )
+    result = summarise(config, tokenizer, gated, plan, exported, tally, files)
     clock.stamp(result)
     if config.report:
         from shoparena.corpus.report import write_report
