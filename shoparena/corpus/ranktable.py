@@ -4,8 +4,8 @@ read them grouped by problem (SQLite sorts on disk) however many rows there are.
 Each table's row is a NamedTuple and its columns are that tuple's fields: `RankTable` builds the
 `CREATE TABLE`, `INSERT` and `SELECT` from them and batches the inserts, so no other code spells a
 column list or reads a row by index. NamedTuples rather than slotted dataclasses because the workers
-send their candidate rows to the main process pickled, and a NamedTuple pickles ~2x faster and loads
-~5x faster (docs/benchmarks.md), and is a tuple SQLite can bind as it is.
+send their candidate rows to the main process pickled, and a NamedTuple pickles ~2x and unpickles
+2.5–6x faster than a slotted dataclass (docs/benchmarks.md), and is a tuple SQLite binds as it is.
 """
 
 from __future__ import annotations
@@ -75,10 +75,11 @@ _SQL_TYPES = {int: "INTEGER", str: "TEXT", str | None: "TEXT"}
 class Table(Generic[Row]):
     """One table whose columns are `row_type`'s fields (the first is the integer primary key)."""
 
-    def __init__(self, db: sqlite3.Connection, name: str, row_type: type[Row]):
+    def __init__(self, db: sqlite3.Connection, name: str, row_type: type[Row], batch: int = BATCH):
         self._db = db
         self.name = name
         self.row_type = row_type
+        self.batch = batch
         hints = typing.get_type_hints(row_type)
         columns = [f"{field} {_SQL_TYPES[hints[field]]}" for field in row_type._fields]
         columns[0] += " PRIMARY KEY"
@@ -89,7 +90,7 @@ class Table(Generic[Row]):
 
     def add(self, row: Row) -> None:
         self._batch.append(row)
-        if len(self._batch) >= BATCH:
+        if len(self._batch) >= self.batch:
             self.flush()
 
     def flush(self) -> None:
@@ -107,13 +108,13 @@ class Table(Generic[Row]):
 class RankTable:
     """The build's scratch database: candidates in, kept and dropped rows out."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, batch: int = BATCH):
         self._db = sqlite3.connect(str(path))
         self._db.execute("PRAGMA journal_mode=OFF")  # scratch: a crash loses the build anyway
         self._db.execute("PRAGMA synchronous=OFF")
-        self.candidates = Table(self._db, "cand", CandidateRow)
-        self.kept = Table(self._db, "kept", RankedRow)
-        self.dropped = Table(self._db, "dropped", RankedRow)
+        self.candidates = Table(self._db, "cand", CandidateRow, batch)
+        self.kept = Table(self._db, "kept", RankedRow, batch)
+        self.dropped = Table(self._db, "dropped", RankedRow, batch)
 
     def by_problem(self) -> Iterator[list[CandidateRow]]:
         """The candidates one problem at a time (problems sorted by id), each problem's in input order."""
