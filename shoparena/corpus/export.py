@@ -63,9 +63,6 @@ class HashingWriter:
         self._hash.update(line)
         self.rows += 1
 
-    def write(self, value: Any) -> None:
-        self.write_line(orjson.dumps(value))
-
     def append_file(self, path: Path, rows: int) -> None:
         """Appends a file of whole lines (`rows` of them) that another process wrote: hashed from a
         memory map and copied by the kernel, so its bytes never pass through Python objects."""

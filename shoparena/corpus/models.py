@@ -99,17 +99,28 @@ class CorpusRow(BaseModel):
 
 
 class RejectedRow(BaseModel):
-    """One line of rejects.jsonl: the reason, a human detail, where it came from and what it was."""
+    """One line of rejects.jsonl: the reason, a human detail, where it came from and what it was.
 
-    model_config = ConfigDict(extra="forbid")
+    Every reject the build writes is made as one of these and written by `to_json`, so this model is
+    the file's contract rather than a description of it; `model_validate_json` reads a line back."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     reason: str
     detail: str
     source: str
     problem_id: str | None = None
-    row: dict[str, Any] | None = None
-    """The normalised row when normalisation succeeded; else the raw record (or its text) in `raw`."""
+    row: orjson.Fragment | dict[str, Any] | None = None
+    """The normalised row when normalisation succeeded; else the raw record (or its text) in `raw`.
+    The build hands in the JSON it already made of the row (`orjson.Fragment`), spliced into the line
+    unparsed; a line read back gives a dict."""
     raw: Any = None
+
+    def to_json(self) -> bytes:
+        """The line's JSON, keys in field order. Pydantic keeps exactly the fields, in that order, in
+        `__dict__`; dumping it is ~40x faster than `dict(self)`, which matters at one reject in three
+        rows. `default=str` writes what JSON cannot hold (a raw record's odd value) as text."""
+        return orjson.dumps(self.__dict__, default=str)
 
 
 # Rows of a corpus share a few tools lists (~5 KB of schemas each). The normaliser hands equal lists

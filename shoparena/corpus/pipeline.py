@@ -1,15 +1,18 @@
 """`build_corpus`: sources → normalise → gates → axis → rank → split → export, streaming.
 
-Stage 1 (normalise, gates, signals, axis) is row-local and runs in worker processes over chunks of
-input lines. A worker writes a chunk's rejects, axis-B rows and axis-A survivors to the chunk's own
-files and sends back only small tuples; the main process appends the reject and axis-B files to the
-outputs in input order (hashed from a memory map, copied by the kernel), leaves the survivors where
-they are, and puts their small ranking tuples in a SQLite table keyed by problem id. Stage 2 reads that
-table sorted by problem (SQLite sorts on disk), keeps `per_problem` rows per problem and rejects the
-rest as `dedup_ranked_out`. Stage 3 clusters the problems (memory O(problems)) and plans the split;
-stage 4 streams the kept rows, in input order, into train / eval (JSONL and Parquet) and never-touch
-rows into the rejects. Nothing is lost: inputs = kept + rejected + axis-B + deduplicated is checked on
-the files actually written, every run, and a mismatch raises.
+The build is a chain of stages, each returning a typed result the next one reads:
+
+1. `rowstage.read_and_gate` (row-local, in worker processes): normalise, gates, ranking signals and
+   the axis split. Rejects and axis-B rows go straight to their outputs; axis-A survivors stay in the
+   chunks' spill files, and their small ranking fields go to the rank table (`ranktable`).
+2. `rank_problems`: reads that table sorted by problem (SQLite sorts on disk), keeps `per_problem`
+   rows per problem and rejects the rest as `dedup_ranked_out`.
+3. `split.plan_split`: clusters the problems (memory O(problems)) and plans the leak-guarded split.
+4. `export_rows`: streams the kept rows, in input order, into train / eval (JSONL and Parquet), and
+   never-touch rows into the rejects.
+5. `summarise`: counts and the manifest. Nothing is lost: inputs = kept + rejected + axis-B +
+   deduplicated is checked on the files actually written, every run, and a mismatch raises.
+6. `report.write_report`.
 
 Ranking happens after the axis split, so an axis-B row never takes one of a problem's slots from an
 axis-A row.
@@ -17,71 +20,36 @@ axis-A row.
 
 from __future__ import annotations
 
-import gc
 import hashlib
-import multiprocessing
 import os
-import sqlite3
 import tempfile
-import threading
 import time
-from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
+from pydantic import BaseModel, Field
 
-try:
-    import simdjson
-except ImportError:  # pragma: no cover - a dependency; without it every record is parsed by orjson
-    simdjson = None
-from pydantic import BaseModel, ConfigDict, Field
-
-from shoparena.corpus import gates as gate_mod
 from shoparena.corpus import spill
-from shoparena.corpus.axis import classify_axis
-from shoparena.corpus.export import HashingWriter, ParquetSink, trl_messages
-from shoparena.corpus.models import (
-    DEDUP_RANKED_OUT,
-    JUDGE_BELOW_THRESHOLD,
-    NEVER_TOUCH,
-    UNREADABLE,
-    CorpusRow,
-    join_row,
-    row_json,
-    row_parts,
-)
-from shoparena.corpus.normalise import NormaliseError, from_trajectory, is_trajectory, normalise_record
-from shoparena.corpus.rank import Candidate, choose, compute_signals, rank_key
-from shoparena.corpus.sources import iter_records, line_ranges, read_line_range, resolve_inputs
-from shoparena.corpus.split import NeverTouch, ProblemEntry, check_disjoint, plan_split
+from shoparena.corpus.config import CorpusConfig
+from shoparena.corpus.export import HashingWriter, ParquetSink
+from shoparena.corpus.models import DEDUP_RANKED_OUT, NEVER_TOUCH, RejectedRow, join_row, row_parts
+from shoparena.corpus.rank import Candidate, choose
+from shoparena.corpus.ranktable import RankedRow, RankTable
+from shoparena.corpus.rowstage import GateResult, read_and_gate
+from shoparena.corpus.split import NeverTouch, ProblemEntry, SplitPlan, check_disjoint, plan_split
+from shoparena.corpus.tally import Tally
 from shoparena.corpus.tokens import TokenCounter
-from shoparena.corpus.trace import trace_calls
 
-CHUNK = 256
+if TYPE_CHECKING:
+    from shoparena.problems.models import Problem
+
+__all__ = ["ConservationError", "CorpusConfig", "CorpusResult", "build_corpus", "default_workers"]
+
 MANIFEST_SCHEMA = "shoparena.corpus-manifest/1"
 OUTPUT_FILES = ("train.jsonl", "eval.jsonl", "axis_b.jsonl", "rejects.jsonl")
-
-
-class CorpusConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    inputs: list[Path]
-    out: Path
-    catalog: Path | None = None
-    min_quality: float = gate_mod.DEFAULT_MIN_QUALITY
-    max_length: int = gate_mod.DEFAULT_MAX_LENGTH
-    tokenizer: str | None = None
-    per_problem: int = Field(default=2, ge=1)
-    eval_size: int | None = None
-    never_touch: list[Path] = Field(default_factory=list)
-    problems: list[Path] = Field(default_factory=list)
-    """Problem files whose reward-spec fingerprints name the leak clusters of their problems."""
-    seed: int = 0
-    workers: int = 1
-    parquet: bool = True
-    report: bool = True
 
 
 class ConservationError(RuntimeError):
@@ -105,205 +73,48 @@ class CorpusResult(BaseModel):
         )
 
 
-# -- stage 1: row-local work (runs in workers) -----------------------------------------------------------
-class _Stage1:
-    def __init__(self, config: CorpusConfig):
-        self.config = config
-        self.counter = TokenCounter(config.tokenizer)
-        self._lazy = simdjson.Parser() if simdjson is not None else None
-        self.catalog = None
-        if config.catalog is not None:
-            from shoparena.index.catalog_dir import open_catalog
+# -- what the build writes ----------------------------------------------------------------------------------
+class Outputs:
+    """The output files: JSONL open for the whole build, Parquet for train and eval (if asked) opened
+    by export, after the workers have forked (Arrow's threads and a fork do not mix)."""
 
-            self.catalog = open_catalog(config.catalog)
+    def __init__(self, out: Path, parquet: bool):
+        self.out = out
+        self.jsonl = {name: HashingWriter(out / name) for name in OUTPUT_FILES}
+        self.rejects = self.jsonl["rejects.jsonl"]
+        self.axis_b = self.jsonl["axis_b.jsonl"]
+        self._want_parquet = parquet
+        self.parquet: dict[str, ParquetSink] = {}
 
-    def run(self, chunk: list[tuple[str, bytes]]) -> list[tuple]:
-        """One outcome tuple per record, in order. Rows are finished one at a time (parse to
-        serialised output) so each row's ~200 KB of Python objects is freed before the next is built,
-        and the cyclic GC is paused meanwhile: rows are trees without cycles, and at 20+ messages a row
-        its generation-0 passes cost ~80 µs a row (~15% of the stage)."""
-        paused = gc.isenabled()
-        gc.disable()
-        try:
-            return [self._one(source, raw) for source, raw in chunk]
-        finally:
-            if paused:
-                gc.enable()
+    def open_parquet(self) -> dict[str, ParquetSink]:
+        if self._want_parquet and not self.parquet:
+            self.parquet = {pool: ParquetSink(self.out / f"{pool}.parquet") for pool in ("train", "eval")}
+        return self.parquet
 
-    def _parse(self, raw: bytes, source: str) -> CorpusRow:
-        """Our canonical records take the lazy path (simdjson: only messages, tools and the small
-        fields become Python objects; the call log's repeated results are never built); every other
-        shape, and anything simdjson refuses, is parsed in full by orjson for `normalise_record`. (One
-        difference: an object with a repeated key gives simdjson's reading the first value, orjson's
-        the last; the runner never writes one.)"""
-        if self._lazy is not None and raw[:1] == b"{":
-            try:
-                document = self._lazy.parse(raw)
-            except ValueError:
-                document = None
-            if document is not None:
-                try:
-                    if is_trajectory(document):
-                        return from_trajectory(document, source)
-                finally:
-                    del document  # the parser is reused: no proxy into it may outlive this call
-        return normalise_record(orjson.loads(raw), source)
-
-    def _one(self, source: str, raw: bytes) -> tuple:
-        try:
-            row = self._parse(raw, source)
-        except orjson.JSONDecodeError as exc:
-            text = raw.decode("utf-8", "replace")[:2000]
-            return _reject(UNREADABLE, f"not JSON: {exc}", source, None, None, text)
-        except NormaliseError as exc:
-            return _reject(exc.reason, exc.detail, source, None, None, orjson.loads(raw))
-        calls = trace_calls(row.messages)
-        meta = row.metadata
-        meta.signals = compute_signals(row, calls)
-        meta.axis, meta.axis_method = classify_axis(row, calls)
-        failure = (
-            gate_mod.quality_gate(row, self.config.min_quality)
-            or gate_mod.pairing_gate(row.messages)
-            or gate_mod.recommend_gates(calls, self.catalog)
-            or gate_mod.ending_gate(row.messages, calls)
-        )
-        if failure is None:
-            meta.token_count = tokens = self.counter.count(row.messages, row.tools)
-            failure = gate_mod.length_gate(tokens, self.config.max_length)
-        if failure is not None:
-            return _reject(failure.reason, failure.detail, source, meta.problem_id, row, None)
-        data = row_json(row)
-        if meta.axis == "B":
-            return ("axis_b", meta.bucket, data)
-        return (
-            "cand",
-            meta.problem_id,
-            meta.bucket,
-            meta.query,
-            meta.leak_cluster_id,
-            orjson.dumps(rank_key(meta.signals, meta.judge_quality)),
-            meta.signals.shape,
-            hashlib.sha256(data).hexdigest()[:16],
-            data,
-            trl_messages(row.messages),  # the TRL form, made here in parallel for stage 4 to splice in
-        )
+    def close(self) -> dict[str, dict]:
+        """Each file's rows, sha256 and size, JSONL first (the report lists them in this order)."""
+        files = {name: writer.close() for name, writer in self.jsonl.items()}
+        for pool, sink in self.parquet.items():
+            files[f"{pool}.parquet"] = sink.close()
+        return files
 
 
-def _reject(
-    reason: str, detail: str, source: str, problem_id: str | None, row: CorpusRow | None, raw: Any
-) -> tuple:
-    bucket = row.metadata.bucket if row is not None else None
-    payload = {
-        "reason": reason,
-        "detail": detail,
-        "source": source,
-        "problem_id": problem_id,
-        "row": orjson.Fragment(row_json(row)) if row is not None else None,
-        "raw": raw,
-    }
-    unjudged = row is not None and row.metadata.judge_quality is None
-    return ("reject", reason, bucket, orjson.dumps(payload, default=str), unjudged)
+def _spilled(read: Callable[[int, int, int, int], bytes], row: RankedRow) -> tuple[bytes, bytes]:
+    """(canonical row JSON, TRL messages JSON) of a survivor, read back from the spill."""
+    blob = read(row.chunk, row.offset, row.stored, row.length + row.trl_length)
+    return blob[: row.length], blob[row.length :]
 
 
-def _spool(
-    stage: _Stage1, index: int, chunk: list[tuple[str, bytes]], scratch: Path
-) -> tuple[list[tuple], dict]:
-    """Stage 1 over one chunk, its bulky output written to the chunk's own files in `scratch`
-    (reject lines, axis-B lines, candidate rows); what comes back to the main process is small: one
-    tuple per record for the tally and the ranking table, and the files' names and line counts."""
-    lines: dict[str, list[bytes]] = {"rejects": [], "axis_b": [], "cand": []}
-    small: list[tuple] = []
-    offset = 0
-    for outcome in stage.run(chunk):
-        kind = outcome[0]
-        if kind == "reject":
-            lines["rejects"].append(outcome[3])
-            small.append(("reject", outcome[1], outcome[2], outcome[4]))
-        elif kind == "axis_b":
-            lines["axis_b"].append(outcome[2])
-            small.append(("axis_b", outcome[1]))
-        else:
-            data, trl = outcome[8], outcome[9]
-            packed = spill.pack(data + trl)
-            lines["cand"].append(packed)
-            small.append((*outcome[:8], offset, len(data), len(trl), len(packed)))
-            offset += len(packed)
-    files = {}
-    for name, items in lines.items():
-        path = spill.chunk_path(scratch, index, name)
-        end = b"" if name == "cand" else b"\n"  # candidates are addressed by offset, not by line
-        with path.open("wb") as handle:
-            for item in items:
-                handle.write(item)
-                if end:
-                    handle.write(end)
-        files[name] = (path, len(items))
-    files["index"] = index
-    return small, files
+# -- the leak guard's inputs --------------------------------------------------------------------------------
+class LeakGuard(NamedTuple):
+    fingerprints: dict[str, str]
+    """problem id → leak cluster, for the problems of the problems and never-touch files."""
+    never: NeverTouch
 
 
-_WORKER: tuple[_Stage1, Path] | None = None
-
-
-def _init_worker(config: CorpusConfig, scratch: Path) -> None:
-    global _WORKER
-    _WORKER = (_Stage1(config), scratch)
-
-
-def _work(task: tuple[int, list[tuple[str, bytes]] | tuple[Path, int, int, int]]) -> tuple[list[tuple], dict]:
-    assert _WORKER is not None
-    index, chunk = task
-    if isinstance(chunk, tuple):
-        chunk = read_line_range(*chunk)
-    return _spool(_WORKER[0], index, chunk, _WORKER[1])
-
-
-def _warm_imports(report: bool) -> None:
-    """Imports the later, serial stages need (LSH clustering, the funnel plot: ~1 s together), done
-    while the main process waits on the workers instead of after them."""
-    try:
-        import datasketch  # noqa: F401
-
-        if report:
-            import matplotlib.figure  # noqa: F401
-    except ImportError:  # the stage that needs it reports the missing package
-        pass
-
-
-def _chunks(config: CorpusConfig, ranges: bool = False) -> Iterator[list[tuple[str, bytes]] | tuple]:
-    """Chunks of `CHUNK` records, in input order. With `ranges`, a `.jsonl` file is cut into line
-    ranges (path, start, end, first line number) that the worker reads itself: the main process then
-    moves no record bytes to the workers, which at 66 KB a row was a large part of its time."""
-    chunk: list[tuple[str, bytes]] = []
-    for path in resolve_inputs(config.inputs):
-        if ranges and path.suffix == ".jsonl":
-            if chunk:
-                yield chunk
-                chunk = []
-            for start, end, number in line_ranges(path, CHUNK):
-                yield (path, start, end, number)
-            continue
-        for item in iter_records(path):
-            chunk.append(item)
-            if len(chunk) >= CHUNK:
-                yield chunk
-                chunk = []
-    if chunk:
-        yield chunk
-
-
-# -- the build --------------------------------------------------------------------------------------------
-class _Tally:
-    def __init__(self) -> None:
-        self.reasons: Counter[str] = Counter()
-        self.buckets: dict[str, Counter[str]] = defaultdict(Counter)
-        self.counts: Counter[str] = Counter()
-
-    def add(self, what: str, bucket: str | None) -> None:
-        self.buckets[bucket or "unknown"][what] += 1
-
-
-def _load_problems(paths: list[Path]):
+def read_problem_files(paths: list[Path]) -> list[Problem]:
+    """The problems of every file; a file's unreadable records are skipped (the split only needs the
+    problems it can read), but a file yielding none is an error: it was named for a reason."""
     from shoparena.problems.io import read_problems
 
     problems = []
@@ -315,314 +126,236 @@ def _load_problems(paths: list[Path]):
     return problems
 
 
-def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = None) -> CorpusResult:
-    started = time.perf_counter()
-    out = config.out
-    out.mkdir(parents=True, exist_ok=True)
-    tally = _Tally()
-    writers = {name: HashingWriter(out / name) for name in OUTPUT_FILES}
-    rejects, axis_b = writers["rejects.jsonl"], writers["axis_b.jsonl"]
-    never_problems = _load_problems(config.never_touch)
-    known = _load_problems(config.problems) + never_problems
+def leak_guard(config: CorpusConfig) -> LeakGuard:
     from shoparena.problems.canonical import reward_fingerprint
 
+    never_problems = read_problem_files(config.never_touch)
+    known = read_problem_files(config.problems) + never_problems
     fingerprints = {p.problem_id: p.leak_cluster_id or reward_fingerprint(p) for p in known}
-    never = NeverTouch.from_problems(never_problems)
-    counter_name = TokenCounter(config.tokenizer).name  # fail early on a bad tokenizer, before workers start
+    return LeakGuard(fingerprints, NeverTouch.from_problems(never_problems))
 
-    with tempfile.TemporaryDirectory(prefix="corpus-", dir=out) as scratch:
-        scratch_dir = Path(scratch)
-        db = sqlite3.connect(str(scratch_dir / "rank.sqlite"))
-        db.execute("PRAGMA journal_mode=OFF")
-        db.execute("PRAGMA synchronous=OFF")
-        db.execute(
-            "CREATE TABLE cand (seq INTEGER PRIMARY KEY, problem_id TEXT, bucket TEXT, query TEXT, hint TEXT, "
-            "key TEXT, shape TEXT, digest TEXT, chunk INTEGER, offset INTEGER, length INTEGER, trl_length INTEGER, "
-            "stored INTEGER)"
+
+# -- stage 2: rank per problem ------------------------------------------------------------------------------
+class RankResult(NamedTuple):
+    problems: list[ProblemEntry]
+    """One entry per problem, sorted by id, with the rows ranking kept."""
+    tally: Tally
+    """The `dedup_ranked_out` rejects."""
+
+
+def rank_problems(
+    table: RankTable, per_problem: int, read: Callable[[int, int, int, int], bytes], rejects: HashingWriter
+) -> RankResult:
+    """Keeps each problem's best `per_problem` candidates (`rank.choose`) in `table.kept`; writes the
+    rest to the rejects."""
+    tally = Tally()
+    problems: list[ProblemEntry] = []
+    for group in table.by_problem():
+        by_seq = {row.seq: row for row in group}
+        kept, dropped = choose(
+            [
+                Candidate(seq=r.seq, key=tuple(orjson.loads(r.key)), shape=r.shape, digest=r.digest)
+                for r in group
+            ],
+            per_problem,
         )
-        seq = 0
-        inputs = 0
-        batch: list[tuple] = []
-
-        def consume(result: tuple[list[tuple], dict]) -> None:
-            nonlocal seq, inputs
-            outcomes, files = result
-            chunk = files["index"]
-            for outcome in outcomes:
-                inputs += 1
-                kind = outcome[0]
-                if kind == "reject":
-                    _, reason, bucket, unjudged = outcome
-                    tally.reasons[reason] += 1
-                    if unjudged and reason == JUDGE_BELOW_THRESHOLD:
-                        tally.counts["unjudged"] += 1
-                    tally.add("rejected", bucket)
-                elif kind == "axis_b":
-                    tally.add("axis_b", outcome[1])
-                else:
-                    (
-                        _,
-                        problem_id,
-                        bucket,
-                        query,
-                        hint,
-                        key,
-                        shape,
-                        digest,
-                        offset,
-                        length,
-                        trl_length,
-                        stored,
-                    ) = outcome
-                    batch.append(
-                        (
-                            seq,
-                            problem_id,
-                            bucket,
-                            query,
-                            hint,
-                            key.decode(),
-                            shape,
-                            digest,
-                            chunk,
-                            offset,
-                            length,
-                            trl_length,
-                            stored,
-                        )
-                    )
-                    seq += 1
-            for name, writer in (("rejects", rejects), ("axis_b", axis_b)):
-                path, rows = files[name]
-                writer.append_file(path, rows)
-                path.unlink()
-            if len(batch) >= 5000:
-                db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
-                batch.clear()
-            if progress is not None:
-                progress(len(outcomes))
-
-        spill.codec()  # loaded once here, inherited by the workers
-        tasks = enumerate(_chunks(config, ranges=config.workers > 1))
-        if config.workers > 1:
-            context = multiprocessing.get_context("fork")
-            with context.Pool(
-                config.workers, initializer=_init_worker, initargs=(config, scratch_dir)
-            ) as pool:
-                threading.Thread(target=_warm_imports, args=(config.report,), daemon=True).start()
-                # Pool.imap would read the whole input ahead into its task queue; a bounded window of
-                # chunks in flight keeps memory flat however large the input is.
-                window: deque = deque()
-                for task in tasks:
-                    window.append(pool.apply_async(_work, (task,)))
-                    if len(window) >= 3 * config.workers:
-                        consume(window.popleft().get())
-                while window:
-                    consume(window.popleft().get())
-        else:
-            stage = _Stage1(config)
-            for index, chunk in tasks:
-                consume(_spool(stage, index, chunk, scratch_dir))  # type: ignore[arg-type]
-        if batch:
-            db.executemany("INSERT INTO cand VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", batch)
-        db.commit()
-        tally.counts["inputs"] = inputs
-        candidates = seq
-
-        marks = {"read_gates": time.perf_counter()}
-        # -- stage 2: rank per problem ----------------------------------------------------------------
-        db.execute(
-            "CREATE TABLE kept (seq INTEGER PRIMARY KEY, problem_id TEXT, chunk INTEGER, offset INTEGER, "
-            "length INTEGER, trl_length INTEGER, stored INTEGER)"
+        for cand in kept:
+            table.kept.add(by_seq[cand.seq].ranked())
+        if dropped:
+            winners = ", ".join(by_seq[k.seq].digest for k in kept)
+            detail = f"problem kept its {len(kept)} best-ranked rows ({winners})"
+        for cand in dropped:
+            row = by_seq[cand.seq]
+            table.dropped.add(row.ranked(detail))
+            tally.reject(DEDUP_RANKED_OUT, row.bucket)
+        buckets = Counter(row.bucket for row in group)
+        problems.append(
+            ProblemEntry(
+                problem_id=group[0].problem_id,
+                bucket=min(buckets, key=lambda b: (-buckets[b], b or "")),
+                query=group[0].query,
+                cluster_hint=next((row.hint for row in group if row.hint), None),
+                rows=len(kept),
+            )
         )
-        db.execute(
-            "CREATE TABLE dropped (seq INTEGER PRIMARY KEY, problem_id TEXT, chunk INTEGER, offset INTEGER, "
-            "length INTEGER, trl_length INTEGER, stored INTEGER, detail TEXT)"
+    # Ranked-out rows are written in input order, so their rows are read back sequentially (in
+    # problem order they were random reads across the spill, slow once it leaves the cache).
+    for row in table.dropped.rows("seq"):
+        data, _ = _spilled(read, row)
+        reject = RejectedRow(
+            reason=DEDUP_RANKED_OUT,
+            detail=row.detail or "",
+            source=orjson.loads(row_parts(data)[2])["source"],
+            problem_id=row.problem_id,
+            row=orjson.Fragment(data),
         )
-        problems: list[ProblemEntry] = []
-        kept_batch: list[tuple] = []
-        dropped_batch: list[tuple] = []
-        with spill.SpillReader(scratch_dir) as read_row:
+        rejects.write_line(reject.to_json())
+    return RankResult(problems, tally)
 
-            def finish(group: list[tuple]) -> None:
-                cands = [
-                    Candidate(seq=g[0], key=tuple(orjson.loads(g[5])), shape=g[6], digest=g[7]) for g in group
-                ]
-                kept, dropped = choose(cands, config.per_problem)
-                by_seq = {g[0]: g for g in group}
-                for cand in kept:
-                    g = by_seq[cand.seq]
-                    kept_batch.append((g[0], g[1], g[8], g[9], g[10], g[11], g[12]))
-                if dropped:
-                    winners = ", ".join(by_seq[k.seq][7] for k in kept)
-                    detail = f"problem kept its {len(kept)} best-ranked rows ({winners})"
-                for cand in dropped:
-                    g = by_seq[cand.seq]
-                    dropped_batch.append((g[0], g[1], g[8], g[9], g[10], g[11], g[12], detail))
-                    tally.reasons[DEDUP_RANKED_OUT] += 1
-                    tally.add("rejected", g[2])
-                first = group[0]
-                buckets = Counter(g[2] for g in group)
-                problems.append(
-                    ProblemEntry(
-                        problem_id=first[1],
-                        bucket=min(buckets, key=lambda b: (-buckets[b], b or "")),
-                        query=first[3],
-                        cluster_hint=next((g[4] for g in group if g[4]), None),
-                        rows=len(kept),
-                    )
-                )
-                if len(kept_batch) >= 5000:
-                    db.executemany("INSERT INTO kept VALUES (?,?,?,?,?,?,?)", kept_batch)
-                    kept_batch.clear()
-                if len(dropped_batch) >= 5000:
-                    db.executemany("INSERT INTO dropped VALUES (?,?,?,?,?,?,?,?)", dropped_batch)
-                    dropped_batch.clear()
 
-            group: list[tuple] = []
-            cursor = db.execute("SELECT * FROM cand ORDER BY problem_id, seq")
-            for record in cursor:
-                if group and record[1] != group[0][1]:
-                    finish(group)
-                    group = []
-                group.append(record)
-            if group:
-                finish(group)
-            if kept_batch:
-                db.executemany("INSERT INTO kept VALUES (?,?,?,?,?,?,?)", kept_batch)
-            if dropped_batch:
-                db.executemany("INSERT INTO dropped VALUES (?,?,?,?,?,?,?,?)", dropped_batch)
-            db.commit()
-            # Ranked-out rows are written in input order, so their rows are read back sequentially
-            # (in problem order they were random reads across the spill, slow once it leaves the cache).
-            dropped_rows = db.execute("SELECT * FROM dropped ORDER BY seq")
-            for _, problem_id, chunk, off, length, trl_length, stored, detail in dropped_rows:
-                data = read_row(chunk, off, stored, length + trl_length)[:length]
-                rejects.write(
-                    {
-                        "reason": DEDUP_RANKED_OUT,
-                        "detail": detail,
-                        "source": orjson.loads(row_parts(data)[2])["source"],
-                        "problem_id": problem_id,
-                        "row": orjson.Fragment(data),
-                        "raw": None,
-                    }
-                )
+# -- stage 4: export --------------------------------------------------------------------------------------
+class ExportResult(NamedTuple):
+    train: set[tuple[str, str]]
+    """(problem id, leak cluster) of every train row written."""
+    eval: set[tuple[str, str]]
+    tally: Tally
+    """Train and eval rows by bucket, and the `never_touch` rejects."""
 
-            marks["rank"] = time.perf_counter()
-            # -- stage 3: leak clusters and the split plan ------------------------------------------------
-            plan = plan_split(problems, fingerprints, never, config.eval_size, config.seed)
 
-            marks["split"] = time.perf_counter()
-            # -- stage 4: export --------------------------------------------------------------------------
-            parquet = {}
-            if config.parquet:
-                parquet = {
-                    "train": ParquetSink(out / "train.parquet"),
-                    "eval": ParquetSink(out / "eval.parquet"),
-                }
-            pairs: dict[str, set[tuple[str, str]]] = {"train": set(), "eval": set()}
-            kept_rows = db.execute("SELECT * FROM kept ORDER BY seq")
-            for _, problem_id, chunk, off, length, trl_length, stored in kept_rows:
-                blob = read_row(chunk, off, stored, length + trl_length)
-                messages, tools, metadata = row_parts(blob[:length])
-                pool_name = plan.pool[problem_id]
-                cluster = plan.cluster[problem_id]
-                meta = orjson.loads(metadata)
-                meta["split"] = pool_name
-                meta["leak_cluster_id"] = meta.get("leak_cluster_id") or cluster
-                metadata = orjson.dumps(meta)
-                bucket = meta.get("bucket")
-                if pool_name == "never_touch":
-                    rejects.write(
-                        {
-                            "reason": NEVER_TOUCH,
-                            "detail": f"problem is in never-touch cluster {cluster}",
-                            "source": meta["source"],
-                            "problem_id": problem_id,
-                            "row": orjson.Fragment(join_row(messages, tools, metadata)),
-                            "raw": None,
-                        }
-                    )
-                    tally.reasons[NEVER_TOUCH] += 1
-                    tally.add("rejected", bucket)
-                    continue
-                writers[f"{pool_name}.jsonl"].write_line(join_row(blob[length:], tools, metadata))
-                pairs[pool_name].add((problem_id, cluster))
-                tally.add(pool_name, bucket)
-                if pool_name in parquet:
-                    parquet[pool_name].write_json(messages, tools, metadata)
-        db.close()
-        check_disjoint(pairs["train"], pairs["eval"])
-        files = {name: writer.close() for name, writer in writers.items()}
-        for name, sink in parquet.items():
-            files[f"{name}.parquet"] = sink.close()
-        marks["export"] = time.perf_counter()
+def export_rows(
+    table: RankTable, plan: SplitPlan, read: Callable[[int, int, int, int], bytes], outputs: Outputs
+) -> ExportResult:
+    """The kept rows in input order, each with its split and leak cluster filled in, to its pool's
+    files (the TRL form to JSONL, the canonical one to Parquet), never-touch rows to the rejects."""
+    tally = Tally()
+    pairs: dict[str, set[tuple[str, str]]] = {"train": set(), "eval": set()}
+    parquet = outputs.open_parquet()
+    for row in table.kept.rows("seq"):
+        data, trl = _spilled(read, row)
+        messages, tools, metadata = row_parts(data)
+        pool = plan.pool[row.problem_id]
+        cluster = plan.cluster[row.problem_id]
+        meta = orjson.loads(metadata)
+        meta["split"] = pool
+        meta["leak_cluster_id"] = meta.get("leak_cluster_id") or cluster
+        metadata = orjson.dumps(meta)
+        bucket = meta.get("bucket")
+        if pool == "never_touch":
+            reject = RejectedRow(
+                reason=NEVER_TOUCH,
+                detail=f"problem is in never-touch cluster {cluster}",
+                source=meta["source"],
+                problem_id=row.problem_id,
+                row=orjson.Fragment(join_row(messages, tools, metadata)),
+            )
+            outputs.rejects.write_line(reject.to_json())
+            tally.reject(NEVER_TOUCH, bucket)
+            continue
+        outputs.jsonl[f"{pool}.jsonl"].write_line(join_row(trl, tools, metadata))
+        pairs[pool].add((row.problem_id, cluster))
+        tally.add(pool, bucket)
+        if pool in parquet:
+            parquet[pool].write_json(messages, tools, metadata)
+    return ExportResult(pairs["train"], pairs["eval"], tally)
 
+
+# -- stage 5: counts and manifest ---------------------------------------------------------------------------
+def summarise(
+    config: CorpusConfig,
+    tokenizer: str,
+    gated: GateResult,
+    plan: SplitPlan,
+    exported: ExportResult,
+    tally: Tally,
+    files: dict[str, dict],
+) -> CorpusResult:
+    """Counts from the files as written, checked for conservation (raises `ConservationError`), and
+    the manifest, written to `manifest.json`; the result's timings are the caller's to fill in."""
+    deduplicated = tally.reasons[DEDUP_RANKED_OUT]
     counts = {
-        "inputs": inputs,
+        "inputs": gated.inputs,
         "train": files["train.jsonl"]["rows"],
         "eval": files["eval.jsonl"]["rows"],
         "axis_b": files["axis_b.jsonl"]["rows"],
-        "rejected": files["rejects.jsonl"]["rows"] - tally.reasons[DEDUP_RANKED_OUT],
-        "deduplicated": tally.reasons[DEDUP_RANKED_OUT],
-        "axis_a_candidates": candidates,
+        "rejected": files["rejects.jsonl"]["rows"] - deduplicated,
+        "deduplicated": deduplicated,
+        "axis_a_candidates": gated.candidates,
         "problems": len(plan.pool),
         "clusters": plan.clusters,
         "eval_target": plan.eval_target,
-        "unjudged_rejected": tally.counts["unjudged"],
+        "unjudged_rejected": tally.unjudged,
     }
     accounted = (
         counts["train"] + counts["eval"] + counts["rejected"] + counts["axis_b"] + counts["deduplicated"]
     )
-    if accounted != inputs or sum(tally.reasons.values()) != files["rejects.jsonl"]["rows"]:
+    if accounted != gated.inputs or sum(tally.reasons.values()) != files["rejects.jsonl"]["rows"]:
         raise ConservationError(
-            f"count conservation failed: inputs {inputs} != kept {counts['train'] + counts['eval']} + rejected "
-            f"{counts['rejected']} + axis-B {counts['axis_b']} + deduplicated {counts['deduplicated']} = {accounted}"
+            f"count conservation failed: inputs {gated.inputs} != kept {counts['train'] + counts['eval']} + "
+            f"rejected {counts['rejected']} + axis-B {counts['axis_b']} + deduplicated "
+            f"{counts['deduplicated']} = {accounted}"
         )
     manifest = {
         "schema": MANIFEST_SCHEMA,
         "config": {
             **config.model_dump(mode="json", exclude={"out", "workers", "report"}),
-            "tokenizer": counter_name,
+            "tokenizer": tokenizer,
         },
         "counts": counts,
         "reasons": dict(sorted(tally.reasons.items())),
         "by_bucket": {b: dict(c) for b, c in sorted(tally.buckets.items())},
         "eval_problems_sha256": hashlib.sha256(
-            "\n".join(sorted(p for p, _ in pairs["eval"])).encode()
+            "\n".join(sorted(p for p, _ in exported.eval)).encode()
         ).hexdigest(),
         "files": files,
     }
     manifest["manifest_sha256"] = hashlib.sha256(
         orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS)
     ).hexdigest()
-    (out / "manifest.json").write_bytes(
+    (config.out / "manifest.json").write_bytes(
         orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
     )
-    result = CorpusResult(
-        counts=counts,
-        reasons=dict(tally.reasons),
-        manifest=manifest,
-        out=out,
-        seconds=time.perf_counter() - started,
+    return CorpusResult(
+        counts=counts, reasons=dict(tally.reasons), manifest=manifest, out=config.out, seconds=0.0
     )
-    _time_stages(result, started, marks)
+
+
+# -- the build --------------------------------------------------------------------------------------------
+class _Clock:
+    """When each stage ended, for `CorpusResult.stage_seconds`."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.marks: dict[str, float] = {}
+
+    def mark(self, stage: str) -> None:
+        self.marks[stage] = time.perf_counter()
+
+    def stamp(self, result: CorpusResult) -> None:
+        previous = self.started
+        for stage, at in self.marks.items():
+            result.stage_seconds[stage] = round(at - previous, 3)
+            previous = at
+        result.seconds = previous - self.started
+
+
+def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = None) -> CorpusResult:
+    clock = _Clock()
+    guard = leak_guard(config)
+    tokenizer = TokenCounter(config.tokenizer).name  # fail early on a bad tokenizer, before workers start
+    config.out.mkdir(parents=True, exist_ok=True)
+    outputs = Outputs(config.out, config.parquet)
+
+    with tempfile.TemporaryDirectory(prefix="corpus-", dir=config.out) as scratch:
+        table = RankTable(Path(scratch) / "rank.sqlite")
+        try:
+            gated = read_and_gate(config, Path(scratch), table, outputs.rejects, outputs.axis_b, progress)
+            clock.mark("read_gates")
+            with spill.SpillReader(Path(scratch)) as read:
+                ranked = rank_problems(table, config.per_problem, read, outputs.rejects)
+                clock.mark("rank")
+                plan = plan_split(
+                    ranked.problems, guard.fingerprints, guard.never, config.eval_size, config.seed
+                )
+                clock.mark("split")
+                exported = export_rows(table, plan, read, outputs)
+        finally:
+            table.close()
+        check_disjoint(exported.train, exported.eval)
+        files = outputs.close()
+        clock.mark("export")
+
+    tally = Tally()
+    for stage in (gated.tally, ranked.tally, exported.tally):
+        tally.merge(stage)
+    result = summarise(config, tokenizer, gated, plan, exported, tally, files)
+    clock.stamp(result)
     if config.report:
         from shoparena.corpus.report import write_report
 
         write_report(result)  # shows the stages before it
-        marks["report"] = time.perf_counter()
-        _time_stages(result, started, marks)
+        clock.mark("report")
+        clock.stamp(result)
     return result
-
-
-def _time_stages(result: CorpusResult, started: float, marks: dict[str, float]) -> None:
-    previous = started
-    for stage, at in marks.items():
-        result.stage_seconds[stage] = round(at - previous, 3)
-        previous = at
-    result.seconds = previous - started
 
 
 def default_workers() -> int:

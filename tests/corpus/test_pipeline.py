@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from shoparena.cli import app
 from shoparena.corpus.axis import axis_by_structure, classify_axis
 from shoparena.corpus.export import read_jsonl, read_parquet_rows
+from shoparena.corpus.models import DEDUP_RANKED_OUT, NEVER_TOUCH, RejectedRow
 from shoparena.corpus.normalise import normalise_record
 from shoparena.corpus.pipeline import CorpusConfig, build_corpus
 from shoparena.corpus.split import LeakError, check_disjoint
@@ -22,6 +23,17 @@ from tests.corpus.conftest import openai_row, write_jsonl
 def _conserved(result) -> None:
     c = result.counts
     assert c["inputs"] == c["train"] + c["eval"] + c["rejected"] + c["axis_b"] + c["deduplicated"]
+
+
+def _rejects_read_back(out) -> set[str]:
+    """rejects.jsonl's contract is `RejectedRow`: every line reads back as one, and writes back to the
+    same bytes. Returns the reasons seen."""
+    reasons = set()
+    for line in (out / "rejects.jsonl").read_bytes().splitlines():
+        reject = RejectedRow.model_validate_json(line)
+        assert reject.to_json() == line
+        reasons.add(reject.reason)
+    return reasons
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +69,7 @@ def test_counts_axis_and_files(built, runs):
         assert hashlib.sha256((built.out / name).read_bytes()).hexdigest() == info["sha256"]
     report = (built.out / "report.md").read_text()
     assert "conservation checked" in report and (built.out / "funnel.png").stat().st_size > 1000
+    assert _rejects_read_back(built.out) == set(built.reasons)
 
 
 def test_split_disjoint_by_problem_and_cluster(built):
@@ -163,6 +176,7 @@ def test_never_touch_problems_stay_out(runs, tmp_path):
     _conserved(result)
     assert result.counts["train"] == result.counts["eval"] == 0
     assert result.reasons["never_touch"] > 0
+    assert NEVER_TOUCH in _rejects_read_back(tmp_path / "out")
 
 
 def test_never_touch_by_paraphrased_query(tmp_path):
@@ -224,7 +238,7 @@ def test_dedup_keeps_the_best_and_diverse(tmp_path):
     kept = read_jsonl(tmp_path / "o" / "train.jsonl")
     assert sorted(r["metadata"]["signals"]["shape"] for r in kept) == ["FFFRT", "FVFFRT"]
     rejects = read_jsonl(tmp_path / "o" / "rejects.jsonl")
-    assert {r["reason"] for r in rejects} == {"dedup_ranked_out"}
+    assert _rejects_read_back(tmp_path / "o") == {DEDUP_RANKED_OUT}
     assert all(r["row"]["metadata"]["signals"] is not None for r in rejects)
 
 
@@ -280,9 +294,9 @@ def test_lazily_read_records_are_judged_like_parsed_ones(runs, tmp_path, monkeyp
     """Canonical records take a lazy reading path in the build; its rejects (reason and detail) must be
     those of normalising the fully parsed record, and one or two workers (several chunks each) must
     write byte-identical outputs."""
-    import shoparena.corpus.pipeline as pipeline
+    from shoparena.corpus import rowstage
 
-    monkeypatch.setattr(pipeline, "CHUNK", 5)
+    monkeypatch.setattr(rowstage, "CHUNK", 5)
     record = runs.records(runs.agentic)[0]
     broken = _broken_trajectories(record)
     source = tmp_path / "mixed.jsonl"
@@ -298,6 +312,7 @@ def test_lazily_read_records_are_judged_like_parsed_ones(runs, tmp_path, monkeyp
         outs.append(out)
     for name in ("train.jsonl", "eval.jsonl", "axis_b.jsonl", "rejects.jsonl", "manifest.json"):
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    _rejects_read_back(outs[1])
     rejects = {r["source"]: r for r in read_jsonl(outs[1] / "rejects.jsonl")}
     first = len(runs.records(runs.agentic)) + 1
     for line, record in enumerate(broken, start=first):
