@@ -29,19 +29,21 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena import __version__
-from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, TokenUsage, make_agent
-from shoparena.agents.trajectory import (
+from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, make_agent
+from shoparena.harness.episode import Episode, load_shops
+from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, tool_schemas
+from shoparena.problems.models import Problem
+from shoparena.records.calls import CallRecord
+from shoparena.records.score import ScoreSummary
+from shoparena.records.trajectory import (
     AgentInfo,
     HarnessInfo,
     Outcome,
     ProblemInfo,
     Timings,
+    TokenUsage,
     TrajectoryRecord,
 )
-from shoparena.harness.episode import Episode, load_shops
-from shoparena.harness.models import CallRecord
-from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, tool_schemas
-from shoparena.problems.models import Problem
 
 ExecutorKind = Literal["process", "ray", "inline"]
 EXECUTORS: tuple[str, ...] = ("process", "ray", "inline")
@@ -186,7 +188,7 @@ def record_body(result: EpisodeResult, problem: Problem, config: WorkerConfig) -
             error=result.error,
             notes=result.notes,
         ),
-        score={},
+        score=ScoreSummary(),
         scoring_mode=config.scoring_mode,
         usage=result.usage,
         timings=Timings(started_at=result.started_at, wall_s=result.wall_s, tool_s=result.tool_s),

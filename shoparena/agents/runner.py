@@ -26,7 +26,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena import __version__
-from shoparena.agents.base import AGENT_KINDS, AgentSpecError, TokenUsage
+from shoparena.agents.base import AGENT_KINDS, AgentSpecError
 from shoparena.agents.executors import (
     EXECUTORS,
     TIMEOUT_ERROR,
@@ -36,13 +36,12 @@ from shoparena.agents.executors import (
     WorkerConfig,
     make_executor,
 )
-from shoparena.agents.trajectory import (
-    JudgeVerdict,
-    TrajectoryRecord,
-)
 from shoparena.harness.tool_specs import PROFILES
 from shoparena.problems.io import dumps_problems
 from shoparena.problems.models import Problem
+from shoparena.records.score import ScoreSummary
+from shoparena.records.trajectory import TokenUsage, TrajectoryRecord
+from shoparena.records.verdict import JudgeVerdict
 from shoparena.scoring.answers import Answer, Episode
 from shoparena.scoring.metrics import arena_final_score, judge_coefficient, suite_pass_at_k
 from shoparena.scoring.rules import SCORING_MODES, RuleScorer, ScoringMode
@@ -312,7 +311,7 @@ class EpisodeDigest(BaseModel):
             problem_id=record.problem.problem_id,
             sample=record.sample,
             answer=record_answer(record),
-            success=bool(record.score.get("success")),
+            success=bool(record.score.success),
             error=record.outcome.error,
             judge_quality=record.judge.quality if record.judge else None,
             judge_gate=record.judge.gate if record.judge else None,
@@ -356,11 +355,11 @@ def record_answer(record: TrajectoryRecord) -> Answer:
         outcome.error,
         outcome.steps_used,
         outcome.terminated is not None,
-        record.score.get("format_ok"),
+        record.score.format_ok,
     )
 
 
-def score_summary(scorer: RuleScorer, problem: Problem, answer: Answer, answered: bool) -> dict[str, Any]:
+def score_summary(scorer: RuleScorer, problem: Problem, answer: Answer, answered: bool) -> ScoreSummary:
     """`ProblemScore.summary()` plus how the episode ended: the record's `score` field."""
     score = scorer.score(
         problem,
@@ -372,15 +371,22 @@ def score_summary(scorer: RuleScorer, problem: Problem, answer: Answer, answered
         format_ok=answer.format_ok,
         answered=answered,
     )
-    summary = score.summary()
-    summary.update(format_ok=answer.format_ok, steps=answer.steps, terminated=answer.terminated)
-    return summary
+    return score.summary().model_copy(
+        update={"format_ok": answer.format_ok, "steps": answer.steps, "terminated": answer.terminated}
+    )
 
 
-def complete_line(body: bytes, score: dict[str, Any], judge: JudgeVerdict | None) -> bytes:
+def complete_line(body: bytes, score: ScoreSummary, judge: JudgeVerdict | None) -> bytes:
     """The worker's record JSON (`{...}` without score and judge) completed into one JSONL line."""
     verdict = orjson.dumps(judge.model_dump(mode="json")) if judge is not None else b"null"
-    return body[:-1] + b',"score":' + orjson.dumps(score) + b',"judge":' + verdict + b"}\n"
+    return (
+        body[:-1]
+        + b',"score":'
+        + orjson.dumps(score.model_dump(mode="json"))
+        + b',"judge":'
+        + verdict
+        + b"}\n"
+    )
 
 
 # -- metrics --------------------------------------------------------------------------------------
@@ -640,7 +646,7 @@ def run_eval(
     state = RunProgress(total=len(planned), resumed=len(done & planned), done=len(done & planned))
     for record in log.records:
         if record.key in planned:
-            state.successes += bool(record.score.get("success"))
+            state.successes += bool(record.score.success)
             state.errors += bool(record.outcome.error)
             state.timeouts += record.outcome.error == TIMEOUT_ERROR
     if progress is not None:
@@ -696,7 +702,7 @@ def run_eval(
                             problem_id=output.problem_id,
                             sample=output.sample,
                             answer=answer,
-                            success=bool(score["success"]),
+                            success=bool(score.success),
                             error=output.error,
                             judge_quality=verdict.quality if verdict else None,
                             judge_gate=verdict.gate if verdict else None,
@@ -706,7 +712,7 @@ def run_eval(
                     )
                     ran += 1
                     state.done += 1
-                    state.successes += bool(score["success"])
+                    state.successes += bool(score.success)
                     state.errors += bool(output.error)
                     state.timeouts += output.error == TIMEOUT_ERROR
                     if progress is not None:

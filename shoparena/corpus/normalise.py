@@ -25,12 +25,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from shoparena.agents.trajectory import AgentInfo, JudgeVerdict, ProblemInfo
 from shoparena.corpus.models import MALFORMED, UNKNOWN_SHAPE, CorpusRow, RowMetadata, shared_tools
 from shoparena.harness import jsontext
 from shoparena.harness.models import ParsedCall
 from shoparena.harness.protocols import QWEN3, UPSTREAM, _content_text, scan_tags
 from shoparena.harness.tool_specs import PROFILES, tool_schemas
+from shoparena.records.score import ScoreSummary
+from shoparena.records.trajectory import AgentInfo, ProblemInfo
+from shoparena.records.verdict import JudgeVerdict
 
 ENDING_TOOLS = frozenset({"recommend_product", "terminate"})
 DIALOGUE_HEADER = "# Dialogue Records History"
@@ -243,7 +245,7 @@ class _TrajectoryView(BaseModel):
     record_id: str
     agent: AgentInfo
     problem: ProblemInfo
-    score: dict[str, Any]
+    score: ScoreSummary
     judge: JudgeVerdict | None = None
 
 
@@ -308,7 +310,7 @@ def from_trajectory(record: Any, source: str) -> CorpusRow:
     origin, counts = _origin_summary(working)
     if origin is None:
         origin, _ = _origin_summary(every)
-    success = view.score.get("success")
+    success = view.score.success
     meta = {
         "problem_id": view.problem.problem_id,
         "query": view.problem.query,

@@ -4,14 +4,7 @@ call log (with who emitted each call). Layer: may import catalog, index, problem
 """
 
 from shoparena.harness.episode import Episode, load_shops
-from shoparena.harness.models import (
-    CallRecord,
-    EpisodeSummary,
-    Observation,
-    Origin,
-    ParsedCall,
-    ParsedTurn,
-)
+from shoparena.harness.models import EpisodeSummary, Observation, ParsedCall, ParsedTurn
 from shoparena.harness.protocols import (
     OPENAI,
     PROTOCOLS,
@@ -35,12 +28,10 @@ __all__ = [
     "QWEN3",
     "TOOL_SPECS",
     "UPSTREAM",
-    "CallRecord",
     "Episode",
     "EpisodeSummary",
     "Observation",
     "OpenAIProtocol",
-    "Origin",
     "ParsedCall",
     "ParsedTurn",
     "ProfileError",

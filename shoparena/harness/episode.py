@@ -17,19 +17,13 @@ from typing import Any
 
 from shoparena.catalog.models import Shop
 from shoparena.harness import jsontext
-from shoparena.harness.models import (
-    CallRecord,
-    EpisodeSummary,
-    Observation,
-    Origin,
-    ParsedCall,
-    ParsedTurn,
-)
+from shoparena.harness.models import EpisodeSummary, Observation, ParsedCall, ParsedTurn
 from shoparena.harness.params import ArgumentError, bind_arguments
 from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, TOOL_SPECS, profile_tools, tool_schemas
 from shoparena.harness.tools import STATELESS_TOOLS, ToolContext, ToolError, split_ids
 from shoparena.index.backend import CatalogBackend
 from shoparena.problems.models import Problem, Voucher
+from shoparena.records.calls import CallRecord, Origin
 
 ERROR_PREFIX = "Error: "
 

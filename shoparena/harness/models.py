@@ -1,7 +1,7 @@
-"""Records that cross the harness boundary: parsed model turns, observations and the verified call log.
+"""Records that cross the harness boundary: parsed model turns, observations, an episode's summary.
 
-The call log (`CallRecord`) is what the scorer, the judge and the corpus trust: it is written by the
-harness, never by the agent, and says for every call who emitted it (`llm` or `code`, SPEC §3).
+The verified call log's entry (`CallRecord`) is read by every later stage, so it lives in
+`shoparena.records.calls`; the harness is still the only writer of the log.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Origin = Literal["llm", "code"]
+from shoparena.records.calls import CallRecord
+
 TerminateStatus = Literal["success", "failure"]
 
 
@@ -56,24 +57,6 @@ class Observation(BaseModel):
     result: Any = None
     error: str | None = None
     text: str
-
-
-class CallRecord(BaseModel):
-    """One entry of the verified call log."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    step: int
-    call_id: str
-    name: str
-    arguments: dict[str, Any] | None
-    raw_arguments: str | None = None
-    result: Any = None
-    error: str | None = None
-    latency_s: float
-    origin: Origin
-    counted: bool = True
-    """False for calls refused because the episode had already ended (a call made after the end uses no step)."""
 
 
 class EpisodeSummary(BaseModel):

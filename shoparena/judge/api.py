@@ -13,11 +13,12 @@ from typing import Any, Protocol
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shoparena.agents.trajectory import JudgeVerdict, TrajectoryRecord
 from shoparena.judge.coefficient import JudgeSummary, summarize_verdicts
 from shoparena.judge.llm import JudgeCircuitOpen, JudgeError, LLMJudge
 from shoparena.judge.offline import OfflineJudge
 from shoparena.problems.models import Problem
+from shoparena.records.trajectory import TrajectoryRecord
+from shoparena.records.verdict import JudgeVerdict
 
 
 class JudgeSpecError(ValueError):
@@ -132,8 +133,8 @@ def judge_file(
                         stopped = True
             record.judge = verdict
             verdicts.append(verdict)
-            if "success" in record.score:
-                successes.append(bool(record.score["success"]))
+            if record.score.success is not None:
+                successes.append(record.score.success)
             sink.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
     judged_failures = sum(1 for v in verdicts[:attempted] if v is None)
     success_rate = sum(successes) / len(successes) if successes else None

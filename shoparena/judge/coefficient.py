@@ -12,8 +12,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shoparena.agents.trajectory import JudgeVerdict
-from shoparena.judge.gates import GATES, PASSED
+from shoparena.records.verdict import GATES, PASSED, JudgeVerdict
 from shoparena.scoring.metrics import arena_final_score, judge_coefficient
 
 

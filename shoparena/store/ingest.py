@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store.engine import write_transaction
 from shoparena.store.errors import RecordConflictError
 from shoparena.store.records import PreparedRecord, RecordRejected, prepare, validation_reason

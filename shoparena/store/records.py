@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store.engine import CanonicalJSON
 from shoparena.store.schema import Evaluation
 
@@ -59,16 +59,6 @@ def parse_started_at(text: str) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _score_fields(score: dict[str, Any]) -> tuple[bool | None, float | None]:
-    success = score.get("success")
-    rule = score.get("rule")
-    if success is not None and not isinstance(success, bool):
-        raise RecordRejected(f"score.success must be true, false or null, not {success!r}")
-    if rule is not None and (isinstance(rule, bool) or not isinstance(rule, int | float)):
-        raise RecordRejected(f"score.rule must be a number or null, not {rule!r}")
-    return success, None if rule is None else float(rule)
-
-
 def prepare(
     record: TrajectoryRecord,
     source: str,
@@ -80,7 +70,6 @@ def prepare(
     data = canonical_bytes(record) if data is None else data
     if dialect == "postgresql" and b"\\u0000" in data:
         raise RecordRejected("contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store")
-    success, rule = _score_fields(record.score)
     judge = record.judge
     row = {
         "record_id": record.record_id,
@@ -101,8 +90,8 @@ def prepare(
         "leak_cluster_id": record.problem.leak_cluster_id,
         "scoring_mode": record.scoring_mode,
         "scoring_pipeline_version": record.scoring_pipeline_version,
-        "success": success,
-        "rule_score": rule,
+        "success": record.score.success,
+        "rule_score": record.score.rule,
         "judge_quality": judge.quality if judge else None,
         "judge_gate": judge.gate if judge else None,
         "steps_used": record.outcome.steps_used,

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, TokenUsage
+from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView
 from shoparena.agents.executors import (
     TIMEOUT_ERROR,
     EpisodeTask,
@@ -33,11 +33,12 @@ from shoparena.agents.runner import (
     record_answer,
     run_eval,
 )
-from shoparena.agents.trajectory import JudgeVerdict, TrajectoryRecord
 from shoparena.cli import app
 from shoparena.harness.episode import Episode
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
+from shoparena.records.trajectory import TokenUsage, TrajectoryRecord
+from shoparena.records.verdict import JudgeVerdict
 from shoparena.scoring.metrics import pass_at_k
 
 cli = CliRunner()
@@ -171,7 +172,7 @@ def test_every_episode_becomes_one_full_record(small_catalog_dir, run_suite, tmp
         assert record.outcome.terminated == "success" and record.outcome.steps_used == len(names)
         assert record.usage.completion_tokens == 5
         assert record.scoring_pipeline_version == "rules-1" and record.scoring_mode == "upstream"
-        assert record.score["success"] == (record.key[0] in half)
+        assert record.score.success == (record.key[0] in half)
         assert record.timings.wall_s >= record.timings.tool_s > 0
     metrics = result.metrics
     assert metrics["headline"]["asr"]["value"] == pytest.approx(len(half) / len(problems))
@@ -281,7 +282,7 @@ def test_pass_at_k_through_the_runner_matches_hand_computed_values(small_catalog
     assert by_k[2] == pytest.approx((0 + (1 - 1 / 3) + 1) / 3)  # 1 − C(2,2)/C(3,2) for c = 1
     assert by_k[3] == pytest.approx((0 + 1 + 1) / 3)
     assert result.metrics["headline"]["asr"]["value"] == pytest.approx(4 / 9)
-    successes = {(r.key, r.score["success"]) for r in _records(tmp_path / "run")}
+    successes = {(r.key, r.score.success) for r in _records(tmp_path / "run")}
     assert ((chosen[1].problem_id, 1), True) in successes and ((chosen[1].problem_id, 0), False) in successes
     for item in result.metrics["pass_at_k"]:
         value = item["value"]
@@ -313,9 +314,9 @@ def test_a_slow_episode_times_out_and_the_worker_recovers(small_catalog_dir, run
     )  # fmt: skip
     records = {r.problem.problem_id: r for r in _records(tmp_path / "run")}
     assert len(records) == 4
-    assert records[slow].outcome.error == TIMEOUT_ERROR and records[slow].score["success"] is False
+    assert records[slow].outcome.error == TIMEOUT_ERROR and records[slow].score.success is False
     assert [c.name for c in records[slow].calls] == ["find_product"]  # the partial trace is kept
-    assert all(r.score["success"] for pid, r in records.items() if pid != slow)
+    assert all(r.score.success for pid, r in records.items() if pid != slow)
     assert result.metrics["counts"]["errors_by_kind"] == {TIMEOUT_ERROR: 1}
     assert result.metrics["headline"]["asr"]["value"] == pytest.approx(3 / 4)
     assert result.wall_s < 20
@@ -352,7 +353,7 @@ def test_an_agent_that_raises_fails_its_episode_only(small_catalog_dir, run_suit
         tmp_path / "run", limit=4, executor="process", workers=1, similarity="lexical", n_bootstrap=0,
     )  # fmt: skip
     records = {r.problem.problem_id: r for r in _records(tmp_path / "run")}
-    assert "scripted crash" in records[bad].outcome.error and not records[bad].score["success"]
+    assert "scripted crash" in records[bad].outcome.error and not records[bad].score.success
     assert result.metrics["counts"]["errors"] == 1
     assert result.metrics["headline"]["asr"]["value"] == pytest.approx(3 / 4)
 
