@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +42,8 @@ from shoparena.records.score import ScoreSummary
 from shoparena.records.trajectory import TokenUsage, TrajectoryRecord
 from shoparena.records.verdict import JudgeVerdict
 from shoparena.scoring.answers import Answer, Episode
-from shoparena.scoring.metrics import arena_final_score, judge_coefficient, suite_pass_at_k
+from shoparena.scoring.judge_summary import summarize_verdicts
+from shoparena.scoring.metrics import suite_pass_at_k
 from shoparena.scoring.rules import SCORING_MODES, RuleScorer, ScoringMode
 from shoparena.scoring.similarity import (
     TitleSimilarity,
@@ -296,8 +296,7 @@ class EpisodeDigest(BaseModel):
     answer: Answer
     success: bool
     error: str | None = None
-    judge_quality: float | None = None
-    judge_gate: str | None = None
+    judge: JudgeVerdict | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
     wall_s: float = 0.0
 
@@ -313,8 +312,7 @@ class EpisodeDigest(BaseModel):
             answer=record_answer(record),
             success=bool(record.score.success),
             error=record.outcome.error,
-            judge_quality=record.judge.quality if record.judge else None,
-            judge_gate=record.judge.gate if record.judge else None,
+            judge=record.judge,
             usage=record.usage,
             wall_s=record.timings.wall_s,
         )
@@ -454,25 +452,7 @@ def compute_metrics(
         notes.append(
             f"{outside} recorded episode(s) lie outside this run's problems/samples and are not counted"
         )
-    judged = [r.judge_quality for r in selected if r.judge_quality is not None]
-    judge = None
-    asr = overall["asr"].value
-    if judged:
-        q = sum(judged) / len(judged)
-        judge = {
-            "judged": len(judged),
-            "unjudged": len(selected) - len(judged),
-            "q": q,
-            "coeff": judge_coefficient(q),
-            "final_score": arena_final_score(asr, q) if asr is not None else None,
-            "quality_distribution": {
-                f"{level:.1f}": sum(1 for value in judged if abs(value - level) < 1e-9)
-                for level in (0.1, 0.3, 0.5, 0.7, 0.9)
-            },
-            "gate_distribution": dict(
-                sorted(Counter(r.judge_gate for r in selected if r.judge_gate is not None).items())
-            ),
-        }
+    judging = summarize_verdicts((r.judge for r in selected), overall["asr"].value)
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "model_calls": 0}
     for record in selected:
         usage["prompt_tokens"] += record.usage.prompt_tokens
@@ -505,7 +485,7 @@ def compute_metrics(
         "metrics": suite.metrics.model_dump(),
         "pass_at_k": [p.model_dump() for p in suite.pass_at_k],
         "pass_at_k_by_bucket": pass_by_bucket,
-        "judge": judge,
+        "judge": judging.model_dump() if judging.judged else None,
         "usage": usage,
         "timing": {
             "run_wall_s": wall_s,
@@ -704,8 +684,7 @@ def run_eval(
                             answer=answer,
                             success=bool(score.success),
                             error=output.error,
-                            judge_quality=verdict.quality if verdict else None,
-                            judge_gate=verdict.gate if verdict else None,
+                            judge=verdict,
                             usage=output.usage,
                             wall_s=output.wall_s,
                         )

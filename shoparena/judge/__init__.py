@@ -14,7 +14,6 @@ from shoparena.judge.api import (
     judge_record,
     make_judge,
 )
-from shoparena.judge.coefficient import JudgeSummary, mean_quality, summarize_verdicts
 from shoparena.judge.llm import JudgeCallFailed, JudgeCircuitOpen, JudgeError, JudgeRunStats, LLMJudge
 from shoparena.judge.offline import OfflineJudge
 from shoparena.judge.rules import RuleSettings
@@ -27,13 +26,10 @@ __all__ = [
     "JudgeFileReport",
     "JudgeRunStats",
     "JudgeSpecError",
-    "JudgeSummary",
     "LLMJudge",
     "OfflineJudge",
     "RuleSettings",
     "judge_file",
     "judge_record",
     "make_judge",
-    "mean_quality",
-    "summarize_verdicts",
 ]

@@ -13,12 +13,12 @@ from typing import Any, Protocol
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shoparena.judge.coefficient import JudgeSummary, summarize_verdicts
 from shoparena.judge.llm import JudgeCircuitOpen, JudgeError, LLMJudge
 from shoparena.judge.offline import OfflineJudge
 from shoparena.problems.models import Problem
 from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.records.verdict import JudgeVerdict
+from shoparena.scoring.judge_summary import JudgeSummary, summarize_verdicts
 
 
 class JudgeSpecError(ValueError):
