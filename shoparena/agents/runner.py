@@ -35,6 +35,7 @@ from shoparena.agents.executors import (
     WorkerConfig,
     make_executor,
 )
+from shoparena.harness.protocols import canonical_protocol
 from shoparena.harness.tool_specs import PROFILES
 from shoparena.problems.io import dumps_problems
 from shoparena.problems.models import Problem
@@ -572,6 +573,16 @@ def run_eval(
     _kind, sep, target = agent_spec.partition(":")
     if not sep or not target:
         raise RunnerError(str(AgentSpecError(f"agent spec {agent_spec!r}: expected KIND:TARGET")))
+    if protocol is not None:
+        try:
+            protocol = canonical_protocol(protocol)
+        except ValueError as exc:
+            raise RunnerError(str(exc)) from None
+        if _kind == "file":
+            raise RunnerError(
+                "--protocol does not apply to file: agents: a miner calls the tools over HTTP, "
+                "without a model protocol"
+            )
     catalog_dir = Path(catalog_dir)
     all_problems, source, digest = _load_problems(problems)
     selected = all_problems[:limit] if limit else all_problems

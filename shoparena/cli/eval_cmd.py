@@ -117,7 +117,10 @@ def register(app: typer.Typer) -> None:
         ] = "process",
         profile: Annotated[str, typer.Option(help="Tool profile: upstream4, oro7 or full.")] = "oro7",
         protocol: Annotated[
-            str | None, typer.Option(help="Model protocol: openai, tags or qwen (default: the agent's).")
+            str | None,
+            typer.Option(
+                help="Model protocol: openai, upstream (or tags), qwen3 (or qwen); default: the agent's."
+            ),
         ] = None,
         step_cap: Annotated[
             int | None, typer.Option(help="Steps per episode (default: the profile's).")

@@ -7,6 +7,7 @@ from shoparena.harness.episode import Episode, load_shops
 from shoparena.harness.models import EpisodeSummary, Observation, ParsedCall, ParsedTurn
 from shoparena.harness.protocols import (
     OPENAI,
+    PROTOCOL_ALIASES,
     PROTOCOLS,
     QWEN3,
     UPSTREAM,
@@ -14,7 +15,9 @@ from shoparena.harness.protocols import (
     Protocol,
     Qwen3Protocol,
     UpstreamProtocol,
+    canonical_protocol,
     get_protocol,
+    protocol_spellings,
     qwen3_tools_system,
     upstream_system_prompt,
 )
@@ -25,6 +28,7 @@ __all__ = [
     "OPENAI",
     "PROFILES",
     "PROTOCOLS",
+    "PROTOCOL_ALIASES",
     "QWEN3",
     "TOOL_SPECS",
     "UPSTREAM",
@@ -38,8 +42,10 @@ __all__ = [
     "Protocol",
     "Qwen3Protocol",
     "UpstreamProtocol",
+    "canonical_protocol",
     "get_protocol",
     "load_shops",
+    "protocol_spellings",
     "qwen3_tools_system",
     "tool_schemas",
     "upstream_system_prompt",
