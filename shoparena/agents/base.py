@@ -22,6 +22,10 @@ class AgentSpecError(ValueError):
     """An agent spec that cannot be turned into an agent; the message says what to write instead."""
 
 
+class RunnerError(RuntimeError):
+    """A run that cannot start or go on (bad agent spec, unusable run directory, missing engine)."""
+
+
 class ProblemView(BaseModel):
     """What an agent may know about a problem: never the reward (the miner `problem_data`)."""
 

@@ -6,7 +6,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from shoparena.agents.runner import TRAJECTORIES_FILE, run_eval
+from shoparena.agents.config import EvalConfig
+from shoparena.agents.run_dir import TRAJECTORIES_FILE
+from shoparena.agents.runner import run_eval
 from shoparena.judge import make_judge
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.records.trajectory import TrajectoryRecord
@@ -34,14 +36,15 @@ def run_dirs(small_catalog, small_catalog_dir, tmp_path_factory):
         judge = make_judge("offline")
         try:
             run_eval(
-                small_catalog_dir,
-                problems,
-                f"reference:{variant}",
-                {},
-                run_dir,
-                samples=2,
-                executor="inline",
-                similarity="lexical",
+                EvalConfig(
+                    catalog=small_catalog_dir,
+                    problems=problems,
+                    agent=f"reference:{variant}",
+                    out=run_dir,
+                    samples=2,
+                    executor="inline",
+                    similarity="lexical",
+                ),
                 judge=judge,
             )
         finally:
