@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from shoparena.agents.base import RunnerError
 from shoparena.agents.config import RunConfig
 from shoparena.records.score import ScoreSummary
-from shoparena.records.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord, invalid_record_reason
 from shoparena.records.verdict import JudgeVerdict
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
@@ -129,10 +129,9 @@ def read_trajectories(path: Path, repair: bool = False) -> TrajectoryLog:
             if last:
                 truncated = True
                 break
-            reason = str(exc).splitlines()[0]
             raise RunnerError(
-                f"{path}:{number}: not a trajectory record ({reason}); only the last line may be cut "
-                "short by an interrupted run — move the file aside or fix the line"
+                f"{path}:{number}: {invalid_record_reason(exc)}; only the last line may be cut short by "
+                "an interrupted run — move the file aside or fix the line"
             ) from exc
         if not ends_clean and last:
             truncated = True  # parsed, but its newline never made it: rewrite it whole

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from shoparena.judge.llm import JudgeCircuitOpen, JudgeError, LLMJudge
 from shoparena.judge.offline import OfflineJudge
 from shoparena.problems.models import Problem
-from shoparena.records.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord, invalid_record_reason
 from shoparena.records.verdict import JudgeVerdict
 from shoparena.scoring.judge_summary import JudgeSummary, summarize_verdicts
 
@@ -117,7 +117,7 @@ def judge_file(
             try:
                 record = TrajectoryRecord.model_validate(orjson.loads(line))
             except (orjson.JSONDecodeError, ValidationError) as exc:
-                rejects.append(LineReject(line=number, error=_first_error(exc)))
+                rejects.append(LineReject(line=number, error=invalid_record_reason(exc)))
                 continue
             verdict: JudgeVerdict | None = None
             if not stopped:
@@ -149,11 +149,3 @@ def judge_file(
         failures=failures,
         summary=summarize_verdicts(verdicts, success_rate),
     )
-
-
-def _first_error(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "record"
-        return f"not a trajectory record ({exc.error_count()} error(s)); {where}: {first.get('msg')}"
-    return f"not JSON: {exc}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.records.calls import CallRecord
 from shoparena.records.score import ScoreSummary
@@ -124,3 +124,17 @@ class TrajectoryRecord(BaseModel):
     def key(self) -> tuple[str, int]:
         """What resume matches on: the (problem, sample) pair."""
         return self.problem.problem_id, self.sample
+
+
+def invalid_record_reason(exc: Exception, limit: int = 3) -> str:
+    """One line saying why a line is not a trajectory record (pydantic's own message spans many lines):
+    the failing fields, or the JSON error. Every reader of trajectory files reports a bad line so."""
+    if not isinstance(exc, ValidationError):
+        return f"not JSON: {exc}"
+    errors = exc.errors()
+    parts = [
+        f"{'.'.join(str(part) for part in error.get('loc', ())) or 'record'}: {error.get('msg', 'invalid')}"
+        for error in errors[:limit]
+    ]
+    more = len(errors) - limit
+    return "not a trajectory record: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

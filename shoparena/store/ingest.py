@@ -21,10 +21,10 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from shoparena.records.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord, invalid_record_reason
 from shoparena.store.engine import write_transaction
 from shoparena.store.errors import RecordConflictError
-from shoparena.store.records import PreparedRecord, RecordRejected, prepare, validation_reason
+from shoparena.store.records import PreparedRecord, RecordRejected, prepare
 from shoparena.store.schema import Evaluation
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
@@ -132,7 +132,7 @@ def read_records(paths: Sequence[str | os.PathLike]) -> Iterator[tuple[str, Traj
                 try:
                     yield where, TrajectoryRecord.model_validate_json(line)
                 except ValidationError as exc:
-                    reason = validation_reason(exc)
+                    reason = invalid_record_reason(exc)
                     if not line.endswith(b"\n"):
                         reason = f"last line cut short (an interrupted write?): {reason}"
                     yield where, Reject(source=where, reason=reason)

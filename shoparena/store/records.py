@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store.engine import CanonicalJSON
@@ -110,13 +109,3 @@ def prepare(
     return PreparedRecord(
         record_id=record.record_id, content_sha256=row["content_sha256"], row=row, source=source
     )
-
-
-def validation_reason(exc: ValidationError, limit: int = 3) -> str:
-    """A one-line reason naming the failing fields (pydantic's own message spans many lines)."""
-    parts = []
-    for error in exc.errors()[:limit]:
-        where = ".".join(str(part) for part in error.get("loc", ())) or "record"
-        parts.append(f"{where}: {error.get('msg', 'invalid')}")
-    more = len(exc.errors()) - limit
-    return "not a trajectory record: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

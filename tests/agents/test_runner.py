@@ -112,6 +112,12 @@ def run_suite(small_catalog, tmp_path_factory):
     return path, problems, gold
 
 
+def eval_config(catalog, problems, agent: str, out, **fields) -> EvalConfig:
+    """These tests' config: inline, lexical similarity and no bootstrap unless a test says otherwise."""
+    defaults = {"executor": "inline", "similarity": "lexical", "bootstrap": 0}
+    return EvalConfig(catalog=catalog, problems=problems, agent=agent, out=out, **{**defaults, **fields})
+
+
 def _strip_volatile(record: TrajectoryRecord) -> dict:
     data = record.model_dump(mode="json")
     for key in ("record_id", "run_id", "timings"):
@@ -136,14 +142,12 @@ def test_every_episode_becomes_one_full_record(small_catalog_dir, run_suite, tmp
     path, problems, gold = run_suite
     half = {pid: ids for i, (pid, ids) in enumerate(gold.items()) if i % 2 == 0}
     result = run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:half",
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:half",
+            tmp_path / "run",
             options={"gold": half, "always_gold": True},
-            out=tmp_path / "run",
-            executor="inline",
-            similarity="lexical",
             bootstrap=50,
         )
     )
@@ -176,16 +180,8 @@ def test_every_episode_becomes_one_full_record(small_catalog_dir, run_suite, tmp
 def test_api_keys_never_reach_run_json(small_catalog_dir, run_suite, tmp_path):
     path, _, _ = run_suite
     run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:x",
-            options={"api_key": "sk-secret-123"},
-            out=tmp_path / "r",
-            executor="inline",
-            similarity="lexical",
-            bootstrap=0,
-            limit=1,
+        eval_config(
+            small_catalog_dir, path, "double:x", tmp_path / "r", options={"api_key": "sk-secret-123"}, limit=1
         )
     )
     for name in (RUN_FILE, METRICS_FILE, TRAJECTORIES_FILE):
@@ -201,30 +197,23 @@ def test_api_keys_never_reach_run_json(small_catalog_dir, run_suite, tmp_path):
 def test_resume_after_limited_run_has_no_duplicates_or_gaps(small_catalog_dir, run_suite, tmp_path):
     path, problems, _ = run_suite
     out = tmp_path / "run"
-    common = dict(executor="inline", similarity="lexical", bootstrap=0, samples=2)
-    first = run_eval(
-        EvalConfig(catalog=small_catalog_dir, problems=path, agent="double:r", out=out, limit=4, **common)
-    )
+    common = dict(samples=2)
+    first = run_eval(eval_config(small_catalog_dir, path, "double:r", out, limit=4, **common))
     assert first.episodes_run == 8
-    second = run_eval(
-        EvalConfig(catalog=small_catalog_dir, problems=path, agent="double:r", out=out, **common)
-    )
+    second = run_eval(eval_config(small_catalog_dir, path, "double:r", out, **common))
     assert second.episodes_resumed == 8 and second.episodes_run == 2 * len(problems) - 8
     keys = [r.key for r in _records(out)]
     assert len(keys) == len(set(keys)) == 2 * len(problems)
     assert set(keys) == {(p.problem_id, s) for p in problems for s in range(2)}
     assert len({r.run_id for r in _records(out)}) == 1
-    third = run_eval(
-        EvalConfig(catalog=small_catalog_dir, problems=path, agent="double:r", out=out, **common)
-    )
+    third = run_eval(eval_config(small_catalog_dir, path, "double:r", out, **common))
     assert third.episodes_run == 0 and third.metrics["counts"]["episodes"] == 2 * len(problems)
 
 
 def test_resume_repairs_a_line_cut_short_by_an_interrupted_run(small_catalog_dir, run_suite, tmp_path):
     path, problems, _ = run_suite
     out = tmp_path / "run"
-    common = dict(executor="inline", similarity="lexical", bootstrap=0)
-    run_eval(EvalConfig(catalog=small_catalog_dir, problems=path, agent="double:t", out=out, **common))
+    run_eval(eval_config(small_catalog_dir, path, "double:t", out))
     trajectories = out / TRAJECTORIES_FILE
     data = trajectories.read_bytes()
     lines = data.splitlines(keepends=True)
@@ -232,9 +221,7 @@ def test_resume_repairs_a_line_cut_short_by_an_interrupted_run(small_catalog_dir
     trajectories.write_bytes(data[: len(data) - len(lines[-1]) // 2])  # a write killed mid-line
     log = read_trajectories(trajectories)
     assert log.truncated_tail and len(log.records) == len(problems) - 1
-    result = run_eval(
-        EvalConfig(catalog=small_catalog_dir, problems=path, agent="double:t", out=out, **common)
-    )
+    result = run_eval(eval_config(small_catalog_dir, path, "double:t", out))
     assert result.dropped_partial_line and result.episodes_run == 1
     for raw in trajectories.read_bytes().splitlines():
         orjson.loads(raw)  # every line whole again
@@ -245,69 +232,21 @@ def test_resume_repairs_a_line_cut_short_by_an_interrupted_run(small_catalog_dir
 def test_a_bad_line_in_the_middle_is_corruption_not_a_cut(small_catalog_dir, run_suite, tmp_path):
     path, _, _ = run_suite
     out = tmp_path / "run"
-    run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:c",
-            out=out,
-            executor="inline",
-            similarity="lexical",
-            limit=3,
-        )
-    )
+    run_eval(eval_config(small_catalog_dir, path, "double:c", out, limit=3))
     lines = (out / TRAJECTORIES_FILE).read_bytes().splitlines(keepends=True)
     (out / TRAJECTORIES_FILE).write_bytes(lines[0] + b'{"not": "a record"}\n' + b"".join(lines[1:]))
     with pytest.raises(RunnerError, match=r"trajectories.jsonl:2: not a trajectory record"):
-        run_eval(
-            EvalConfig(
-                catalog=small_catalog_dir,
-                problems=path,
-                agent="double:c",
-                out=out,
-                executor="inline",
-                similarity="lexical",
-            )
-        )
+        run_eval(eval_config(small_catalog_dir, path, "double:c", out))
 
 
 def test_resume_refuses_a_different_configuration(small_catalog_dir, run_suite, tmp_path):
     path, _, _ = run_suite
     out = tmp_path / "run"
-    run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:a",
-            out=out,
-            executor="inline",
-            similarity="lexical",
-            limit=2,
-        )
-    )
+    run_eval(eval_config(small_catalog_dir, path, "double:a", out, limit=2))
     with pytest.raises(RunnerError, match=r"different configuration.*mode: 'upstream' before, 'strict' now"):
-        run_eval(
-            EvalConfig(
-                catalog=small_catalog_dir,
-                problems=path,
-                agent="double:a",
-                out=out,
-                executor="inline",
-                similarity="lexical",
-                mode="strict",
-            )
-        )
+        run_eval(eval_config(small_catalog_dir, path, "double:a", out, mode="strict"))
     with pytest.raises(RunnerError, match="agent_spec"):
-        run_eval(
-            EvalConfig(
-                catalog=small_catalog_dir,
-                problems=path,
-                agent="double:b",
-                out=out,
-                executor="inline",
-                similarity="lexical",
-            )
-        )
+        run_eval(eval_config(small_catalog_dir, path, "double:b", out))
 
 
 # -- pass@k ---------------------------------------------------------------------------------------
@@ -322,16 +261,14 @@ def test_pass_at_k_through_the_runner_matches_hand_computed_values(small_catalog
         chosen[2].problem_id: [True, True, True],  # c = 3
     }
     result = run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:k",
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:k",
+            tmp_path / "run",
             options={"gold": gold, "plan": plan},
-            out=tmp_path / "run",
             samples=3,
             limit=3,
-            executor="inline",
-            similarity="lexical",
             bootstrap=100,
         )
     )
@@ -366,18 +303,16 @@ def test_a_slow_episode_times_out_and_the_worker_recovers(small_catalog_dir, run
     path, problems, gold = run_suite
     slow = problems[1].problem_id
     result = run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:slow",
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:slow",
+            tmp_path / "run",
             options={"gold": gold, "always_gold": True, "sleep_s": {slow: 30}},
-            out=tmp_path / "run",
             limit=4,
             executor=executor,
             workers=1,
             timeout=1.0,
-            similarity="lexical",
-            bootstrap=0,
         )
     )
     records = {r.problem.problem_id: r for r in _records(tmp_path / "run")}
@@ -420,17 +355,15 @@ def test_an_agent_that_raises_fails_its_episode_only(small_catalog_dir, run_suit
     path, problems, gold = run_suite
     bad = problems[2].problem_id
     result = run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:crash",
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:crash",
+            tmp_path / "run",
             options={"gold": gold, "always_gold": True, "crash_on": [bad]},
-            out=tmp_path / "run",
             limit=4,
             executor="process",
             workers=1,
-            similarity="lexical",
-            bootstrap=0,
         )
     )
     records = {r.problem.problem_id: r for r in _records(tmp_path / "run")}
@@ -444,18 +377,17 @@ def test_an_unbuildable_agent_is_a_clear_error(small_catalog_dir, run_suite, tmp
     for executor in ("inline", "process"):
         with pytest.raises(RunnerError, match=r"agent 'double:x' could not be built: .*unexpected keyword"):
             run_eval(
-                EvalConfig(
-                    catalog=small_catalog_dir,
-                    problems=path,
-                    agent="double:x",
+                eval_config(
+                    small_catalog_dir,
+                    path,
+                    "double:x",
+                    tmp_path / executor,
                     options={"no_such_option": 1},
-                    out=tmp_path / executor,
                     executor=executor,
-                    similarity="lexical",
                 )
             )
     with pytest.raises(ValidationError, match="KIND:TARGET"):
-        EvalConfig(catalog=small_catalog_dir, problems=path, agent="double", out=tmp_path / "y")
+        eval_config(small_catalog_dir, path, "double", tmp_path / "y")
 
 
 # -- executors agree ------------------------------------------------------------------------------
@@ -468,16 +400,15 @@ def test_a_two_worker_pool_writes_the_same_records_as_inline(small_catalog_dir, 
     for executor, workers in (("inline", 1), ("process", 2)):
         out = tmp_path / executor
         run_eval(
-            EvalConfig(
-                catalog=small_catalog_dir,
-                problems=path,
-                agent="double:same",
+            eval_config(
+                small_catalog_dir,
+                path,
+                "double:same",
+                out,
                 options={"gold": half, "always_gold": True},
-                out=out,
                 samples=2,
                 executor=executor,
                 workers=workers,
-                similarity="lexical",
                 bootstrap=200,
             )
         )
@@ -513,16 +444,13 @@ def test_judge_verdicts_are_recorded_and_scale_the_final_score(small_catalog_dir
         )
 
     result = run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:j",
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:j",
+            tmp_path / "run",
             options={"gold": gold, "always_gold": True},
-            out=tmp_path / "run",
             limit=4,
-            executor="inline",
-            similarity="lexical",
-            bootstrap=0,
         ),
         judge=quality_judge,
     )
@@ -542,15 +470,13 @@ def test_metrics_agree_with_the_score_command(small_catalog_dir, run_suite, tmp_
     some = {pid: ids for i, (pid, ids) in enumerate(gold.items()) if i % 2 == 1}
     slow = problems[0].problem_id
     result = run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:agree",
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:agree",
+            tmp_path / "run",
             options={"gold": some, "always_gold": True, "sleep_s": {slow: 5}},
-            out=tmp_path / "run",
             mode=mode,
-            executor="inline",
-            similarity="lexical",
             timeout=0.5,
             bootstrap=300,
         )
@@ -591,32 +517,16 @@ def test_an_interrupted_pool_run_resumes_without_duplicates(small_catalog_dir, r
         if state.done == 3:
             raise KeyboardInterrupt
 
-    common = dict(executor="process", workers=2, similarity="lexical", bootstrap=0)
+    common = dict(executor="process", workers=2)
     with pytest.raises(KeyboardInterrupt):
         run_eval(
-            EvalConfig(
-                catalog=small_catalog_dir,
-                problems=path,
-                agent="double:i",
-                options={"gold": gold},
-                out=out,
-                **common,
-            ),
+            eval_config(small_catalog_dir, path, "double:i", out, options={"gold": gold}, **common),
             progress=interrupt_after_three,
         )
     assert orjson.loads((out / RUN_FILE).read_bytes())["status"] == "interrupted"
     assert not (out / METRICS_FILE).exists()
     assert len(_records(out)) == 3
-    result = run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=path,
-            agent="double:i",
-            options={"gold": gold},
-            out=out,
-            **common,
-        )
-    )
+    result = run_eval(eval_config(small_catalog_dir, path, "double:i", out, options={"gold": gold}, **common))
     assert result.episodes_resumed == 3 and result.episodes_run == len(problems) - 3
     keys = [r.key for r in _records(out)]
     assert sorted(keys) == sorted((p.problem_id, 0) for p in problems)
@@ -628,17 +538,15 @@ def test_ray_executor_runs_the_same_episodes(small_catalog_dir, run_suite, tmp_p
     runs = {}
     for executor in ("inline", "ray"):
         run_eval(
-            EvalConfig(
-                catalog=small_catalog_dir,
-                problems=path,
-                agent="double:ray",
+            eval_config(
+                small_catalog_dir,
+                path,
+                "double:ray",
+                tmp_path / executor,
                 options={"gold": gold, "always_gold": True},
-                out=tmp_path / executor,
                 limit=4,
                 executor=executor,
                 workers=1,
-                similarity="lexical",
-                bootstrap=0,
             )
         )
         runs[executor] = {r.key: _strip_volatile(r) for r in _records(tmp_path / executor)}

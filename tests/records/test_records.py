@@ -97,3 +97,28 @@ def test_a_mistyped_score_is_refused_with_its_field(score: dict, where: str):
     with pytest.raises(ValidationError) as caught:
         TrajectoryRecord.model_validate(data)
     assert where in str(caught.value)
+
+
+def test_every_reader_of_trajectory_files_reports_a_bad_line_alike(tmp_path):
+    """The runner (resume), `shoparena judge` and `store ingest` name a bad line's problem the same way."""
+    from shoparena.agents.base import RunnerError
+    from shoparena.agents.run_dir import read_trajectories
+    from shoparena.judge import OfflineJudge, judge_file
+    from shoparena.records.trajectory import invalid_record_reason
+    from shoparena.store.ingest import Reject, read_records
+
+    bad = orjson.dumps({**orjson.loads(RUNNER_LINES[0]), "record_id": 7, "sample": "first"}) + b"\n"
+    with pytest.raises(ValidationError) as caught:
+        TrajectoryRecord.model_validate_json(bad)
+    reason = invalid_record_reason(caught.value)
+    assert reason == (
+        "not a trajectory record: record_id: Input should be a valid string; "
+        "sample: Input should be a valid integer, unable to parse string as an integer"
+    )
+    path = tmp_path / "trajectories.jsonl"
+    path.write_bytes(RUNNER_LINES[0] + bad + RUNNER_LINES[1])
+    with pytest.raises(RunnerError) as resumed:
+        read_trajectories(path)
+    assert f"{path}:2: {reason};" in str(resumed.value)
+    assert judge_file(path, tmp_path / "judged.jsonl", OfflineJudge()).rejects[0].error == reason
+    assert [r.reason for _, r in read_records([path]) if isinstance(r, Reject)] == [reason]

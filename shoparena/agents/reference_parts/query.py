@@ -9,7 +9,6 @@ once candidates are seen, so `matching.py` reads it against each candidate's own
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -433,7 +432,3 @@ def parse_query(query: str, bucket: str = "product", voucher: dict[str, Any] | N
     phrases = [p for p in phrases if p.strip()] or [request_text.strip()]
     items = [parse_item(i, phrase) for i, phrase in enumerate(phrases[:10])]
     return QueryPlan(bucket=bucket, items=items, voucher=terms, list_style=style)
-
-
-def ceil_budget(value: float) -> int:
-    return math.ceil(value)
