@@ -32,6 +32,7 @@ from pathlib import Path
 import orjson
 import psutil
 
+from shoparena.agents.config import EvalConfig
 from shoparena.agents.runner import run_eval
 from shoparena.corpus.pipeline import CorpusConfig, build_corpus
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
@@ -62,14 +63,16 @@ def templates(root: Path) -> list[dict]:
     records = []
     for kind in ("agentic", "pipeline"):
         run_eval(
-            catalog,
-            root / "problems.jsonl",
-            f"reference:{kind}",
-            out_dir=root / kind,
-            executor="inline",
-            similarity="lexical",
+            EvalConfig(
+                catalog=catalog,
+                problems=root / "problems.jsonl",
+                agent=f"reference:{kind}",
+                out=root / kind,
+                executor="inline",
+                similarity="lexical",
+                bootstrap=10,
+            ),
             judge=lambda r, p: judge(r, p),
-            n_bootstrap=10,
         )
         records += [orjson.loads(x) for x in (root / kind / "trajectories.jsonl").read_bytes().splitlines()]
     return records

@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import bench_catalogue
+from shoparena.agents.config import EvalConfig
 from shoparena.agents.runner import run_eval
 from shoparena.index.catalog_dir import open_catalog, read_meta
 from shoparena.problems.generator import ProblemGenerator
@@ -52,17 +53,18 @@ def one_setting(catalog: Path, problems_path: Path, executor: str, workers: int,
     try:
         started = time.perf_counter()
         result = run_eval(
-            catalog,
-            problems_path,
-            "reference:pipeline",
-            {},
-            out,
-            samples=samples,
-            workers=workers,
-            executor=executor,
-            similarity="lexical",
+            EvalConfig(
+                catalog=catalog,
+                problems=problems_path,
+                agent="reference:pipeline",
+                out=out,
+                samples=samples,
+                workers=workers,
+                executor=executor,
+                similarity="lexical",
+                bootstrap=1000,
+            ),
             progress=progress,
-            n_bootstrap=1000,
         )
         wall = time.perf_counter() - started
         size = (out / "trajectories.jsonl").stat().st_size

@@ -151,6 +151,7 @@ def play_scripted_episodes(catalog_dir: Path, problems_path: Path) -> None:
 
 
 def evaluate_reference_agents(catalog_dir: Path, problems_path: Path) -> list[Path]:
+    from shoparena.agents.config import EvalConfig
     from shoparena.agents.runner import run_eval
     from shoparena.judge import make_judge
     from shoparena.report import comparison_rows, load_run, write_comparison, write_run_reports
@@ -162,18 +163,19 @@ def evaluate_reference_agents(catalog_dir: Path, problems_path: Path) -> list[Pa
         started = time.perf_counter()
         try:
             result = run_eval(
-                catalog_dir,
-                problems_path,
-                f"reference:{variant}",
-                {},
-                out,
-                workers=2,
-                executor="process",
-                profile="oro7",
-                mode="upstream",
-                similarity="minilm",
+                EvalConfig(
+                    catalog=catalog_dir,
+                    problems=problems_path,
+                    agent=f"reference:{variant}",
+                    out=out,
+                    workers=2,
+                    executor="process",
+                    profile="oro7",
+                    mode="upstream",
+                    similarity="minilm",
+                    name=f"reference {variant}",
+                ),
                 judge=judge,
-                name=f"reference {variant}",
             )
         finally:
             judge.close()

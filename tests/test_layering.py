@@ -8,6 +8,7 @@ from pathlib import Path
 import shoparena
 
 ORDER = [
+    "records",
     "catalog",
     "index",
     "problems",
@@ -39,6 +40,18 @@ def test_no_stage_imports_a_higher_stage():
             if other in rank and rank[other] > rank[stage]:
                 violations.append(f"{path.relative_to(root)} imports shoparena.{other}")
     assert violations == []
+
+
+def test_records_import_no_stage():
+    """The shared records sit below every stage: they may import each other and nothing else of ours."""
+    root = Path(shoparena.__file__).parent / "records"
+    imports = {
+        f"{path.name} imports shoparena.{match.group(1)}"
+        for path in root.glob("*.py")
+        for match in IMPORT.finditer(path.read_text(encoding="utf-8"))
+        if match.group(1) != "records"
+    }
+    assert imports == set()
 
 
 def test_every_stage_package_exists():

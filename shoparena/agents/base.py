@@ -15,10 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.harness.episode import Episode
 from shoparena.problems.models import Problem
+from shoparena.records.trajectory import TokenUsage
 
 
 class AgentSpecError(ValueError):
     """An agent spec that cannot be turned into an agent; the message says what to write instead."""
+
+
+class RunnerError(RuntimeError):
+    """A run that cannot start or go on (bad agent spec, unusable run directory, missing engine)."""
 
 
 class ProblemView(BaseModel):
@@ -39,19 +44,6 @@ class ProblemView(BaseModel):
             bucket=problem.bucket or "product",
             voucher=problem.voucher.model_dump(mode="json") if problem.voucher else None,
         )
-
-
-class TokenUsage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    model_calls: int = 0
-
-    def add(self, prompt: int = 0, completion: int = 0, calls: int = 1) -> None:
-        self.prompt_tokens += prompt
-        self.completion_tokens += completion
-        self.model_calls += calls
 
 
 class AgentRun(BaseModel):

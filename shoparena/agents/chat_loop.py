@@ -22,21 +22,11 @@ from shoparena.harness import jsontext
 from shoparena.harness.episode import Episode
 from shoparena.harness.protocols import (
     OPENAI,
-    QWEN3,
-    UPSTREAM,
     Protocol,
     Qwen3Protocol,
+    get_protocol,
     upstream_system_prompt,
 )
-
-# agent-facing protocol names → the harness protocol objects (the harness calls "tags" `upstream`)
-PROTOCOL_ALIASES: dict[str, Protocol] = {
-    "openai": OPENAI,
-    "tags": UPSTREAM,
-    "upstream": UPSTREAM,
-    "qwen": QWEN3,
-    "qwen3": QWEN3,
-}
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a shopping assistant. Solve the user's shopping task by calling the tools: search the "
@@ -69,13 +59,6 @@ CompleteFn = Callable[[list[dict], list[dict] | None], Completion]
 """`complete(messages, tools)`: `tools` is None when the prompt already carries the tool schemas."""
 
 
-def resolve_protocol(name: str) -> Protocol:
-    try:
-        return PROTOCOL_ALIASES[name]
-    except KeyError:
-        raise ValueError(f"unknown protocol {name!r}; use one of openai, tags, qwen") from None
-
-
 class ChatLoop:
     """Drives one episode with one model.
 
@@ -94,7 +77,7 @@ class ChatLoop:
         max_turns: int | None = None,
     ):
         self.complete = complete
-        self.protocol = resolve_protocol(protocol) if isinstance(protocol, str) else protocol
+        self.protocol = get_protocol(protocol)
         if self.protocol.name == "openai":
             tools_via = "api"
         self.tools_via: ToolsVia = tools_via or "prompt"

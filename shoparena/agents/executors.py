@@ -21,199 +21,21 @@ import time
 import traceback
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
 from multiprocessing.connection import Connection, wait
-from typing import Any, Literal
+from typing import Any
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field
-
-from shoparena import __version__
-from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, TokenUsage, make_agent
-from shoparena.agents.trajectory import (
-    AgentInfo,
-    HarnessInfo,
-    Outcome,
-    ProblemInfo,
-    Timings,
-    TrajectoryRecord,
-)
+from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, RunnerError, make_agent
+from shoparena.agents.config import EXECUTORS, AgentIdentity, WorkerConfig, utc_now
+from shoparena.agents.episodes import EpisodeOutput, EpisodeTask, episode_record, failed_record
 from shoparena.harness.episode import Episode, load_shops
-from shoparena.harness.models import CallRecord
-from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, tool_schemas
-from shoparena.problems.models import Problem
+from shoparena.harness.tool_specs import tool_schemas
+from shoparena.records.trajectory import TrajectoryRecord
 
-ExecutorKind = Literal["process", "ray", "inline"]
-EXECUTORS: tuple[str, ...] = ("process", "ray", "inline")
 TIMEOUT_ERROR = "timeout"
-KILL_GRACE_S = 5.0
-"""How long past the deadline the parent waits for a worker's own alarm before it kills the worker."""
-
-
-class RunnerError(RuntimeError):
-    """A run that cannot start or go on (bad agent spec, unusable run directory, missing engine)."""
 
 
 class EpisodeTimeout(BaseException):
     """Raised inside the agent when its episode runs past the deadline."""
-
-
-class WorkerConfig(BaseModel):
-    """Everything a worker needs to build its catalogue and agent (picklable, sent once per worker)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    catalog_dir: str
-    agent_spec: str
-    agent_options: dict[str, Any] = Field(default_factory=dict)
-    profile: str = "oro7"
-    protocol: str | None = None
-    """The protocol asked for (already in `agent_options`); None = the agent's own default."""
-    step_cap: int | None = None
-    episode_timeout_s: float | None = None
-    kill_grace_s: float = KILL_GRACE_S
-    run_id: str = ""
-    scoring_mode: str = "upstream"
-    """Recorded in each trajectory (the parent scores; the worker writes everything else)."""
-    agent_kinds: dict[str, str] = Field(default_factory=dict)
-    """The parent's agent registry: kinds registered there (plugins, test doubles) exist in workers too."""
-
-
-class EpisodeTask(BaseModel):
-    """One (problem, sample) pair to run; `index` is the problem's 0-based position in the problems file."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    sample: int
-    problem: Problem
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.problem.problem_id or "", self.sample
-
-
-class AgentIdentity(BaseModel):
-    agent_id: str
-    kind: str
-    name: str
-    version: str
-    protocol: str
-
-
-class EpisodeResult(BaseModel):
-    """One finished episode inside a worker: the harness's record of it plus the agent's report."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    sample: int
-    problem_id: str
-    agent: AgentIdentity
-    protocol: str
-    step_cap: int
-    messages: list[dict[str, Any]] = Field(default_factory=list)
-    tools: list[dict[str, Any]] = Field(default_factory=list)
-    calls: list[CallRecord] = Field(default_factory=list)
-    recommended_product_ids: list[str] | None = None
-    terminated: str | None = None
-    steps_used: int = 0
-    end_reason: str | None = None
-    error: str | None = None
-    notes: list[str] = Field(default_factory=list)
-    format_ok: bool | None = None
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    started_at: str
-    wall_s: float
-    tool_s: float = 0.0
-
-
-class EpisodeOutput(BaseModel):
-    """What crosses the process boundary: the trajectory record as JSON (all but `score` and `judge`,
-    which the parent adds) and the few fields the parent scores and counts with.
-
-    Workers build and serialise the record in parallel, so the parent only scores and appends bytes.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    sample: int
-    problem_id: str
-    agent: AgentIdentity
-    recommended_product_ids: list[str] | None = None
-    terminated: str | None = None
-    steps_used: int = 0
-    error: str | None = None
-    format_ok: bool | None = None
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    wall_s: float = 0.0
-    body: bytes
-    """`TrajectoryRecord` JSON without `score` and `judge`: one object, `{...}`."""
-
-
-RECORD_LATE_FIELDS = {"score", "judge"}
-
-
-def record_body(result: EpisodeResult, problem: Problem, config: WorkerConfig) -> bytes:
-    """The trajectory record of one episode, validated, as JSON without the fields the parent adds."""
-    agent = result.agent
-    record = TrajectoryRecord(
-        record_id=TrajectoryRecord.make_id(config.run_id, result.problem_id, result.sample),
-        run_id=config.run_id,
-        sample=result.sample,
-        agent=AgentInfo(
-            agent_id=agent.agent_id, kind=agent.kind, version=agent.version, spec=config.agent_spec
-        ),
-        problem=ProblemInfo(
-            problem_id=result.problem_id,
-            bucket=problem.bucket or "product",
-            query=problem.query,
-            suite=problem.suite,
-            suite_version=problem.suite_version,
-            leak_cluster_id=problem.leak_cluster_id,
-            index=result.index,
-        ),
-        harness=HarnessInfo(profile=config.profile, protocol=result.protocol, step_cap=result.step_cap),
-        messages=result.messages,
-        tools=result.tools,
-        calls=result.calls,
-        outcome=Outcome(
-            recommended_product_ids=result.recommended_product_ids,
-            terminated=result.terminated,
-            steps_used=result.steps_used,
-            end_reason=result.end_reason,
-            error=result.error,
-            notes=result.notes,
-        ),
-        score={},
-        scoring_mode=config.scoring_mode,
-        usage=result.usage,
-        timings=Timings(started_at=result.started_at, wall_s=result.wall_s, tool_s=result.tool_s),
-        shoparena_version=__version__,
-    )
-    return orjson.dumps(record.model_dump(mode="json", exclude=RECORD_LATE_FIELDS))
-
-
-def to_output(result: EpisodeResult, problem: Problem, config: WorkerConfig) -> EpisodeOutput:
-    return EpisodeOutput(
-        index=result.index,
-        sample=result.sample,
-        problem_id=result.problem_id,
-        agent=result.agent,
-        recommended_product_ids=result.recommended_product_ids,
-        terminated=result.terminated,
-        steps_used=result.steps_used,
-        error=result.error,
-        format_ok=result.format_ok,
-        usage=result.usage,
-        wall_s=result.wall_s,
-        body=record_body(result, problem, config),
-    )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def protocol_name(agent: Agent, requested: str | None) -> str:
@@ -251,23 +73,6 @@ def deadline(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
-def failed_result(task: EpisodeTask, config: WorkerConfig, agent: AgentIdentity, error: str) -> EpisodeOutput:
-    """The record of an episode that produced nothing usable (a killed or crashed worker)."""
-    result = EpisodeResult(
-        index=task.index,
-        sample=task.sample,
-        problem_id=task.problem.problem_id or "",
-        agent=agent,
-        protocol=agent.protocol,
-        step_cap=config.step_cap or DEFAULT_STEP_CAPS.get(config.profile, 0),
-        error=error,
-        started_at=_now(),
-        wall_s=0.0,
-        end_reason=f"agent error: {error}",
-    )
-    return to_output(result, task.problem, config)
-
-
 class EpisodeWorker:
     """One catalogue and one agent, reused for every episode this worker runs."""
 
@@ -297,12 +102,12 @@ class EpisodeWorker:
         return hook(episode_tools) if callable(hook) else None
 
     def run(self, task: EpisodeTask) -> EpisodeOutput:
-        return to_output(self.run_episode(task), task.problem, self.config)
+        return EpisodeOutput.of(self.run_episode(task))
 
-    def run_episode(self, task: EpisodeTask) -> EpisodeResult:
+    def run_episode(self, task: EpisodeTask) -> TrajectoryRecord:
         config = self.config
         problem = task.problem
-        started_at = _now()
+        started_at = utc_now("milliseconds")
         started = time.perf_counter()
         episode = Episode.for_problem(
             problem,
@@ -329,30 +134,7 @@ class EpisodeWorker:
             error = TIMEOUT_ERROR  # no alarm here (not the main thread): judged after the fact
         if error is None:
             error = agent_run.error
-        turns = episode.turns
-        calls = episode.calls
-        return EpisodeResult(
-            index=task.index,
-            sample=task.sample,
-            problem_id=problem.problem_id or "",
-            agent=self.identity,
-            protocol=self.identity.protocol,
-            step_cap=episode.step_cap,
-            messages=episode.messages,
-            tools=episode.tools,
-            calls=calls,
-            recommended_product_ids=episode.recommended_product_ids,
-            terminated=episode.terminated,
-            steps_used=episode.steps_used,
-            end_reason=episode.end_reason or (f"agent error: {error}" if error else "agent returned"),
-            error=error,
-            notes=list(agent_run.notes),
-            format_ok=(not any(t.format_errors for t in turns)) if turns else None,
-            usage=agent_run.usage,
-            started_at=started_at,
-            wall_s=wall,
-            tool_s=sum(c.latency_s for c in calls),
-        )
+        return episode_record(task, config, self.identity, episode, agent_run, error, started_at, wall)
 
     def close(self) -> None:
         try:
@@ -367,6 +149,7 @@ class EpisodeWorker:
 class Executor:
     """Runs tasks and yields results as they finish (any order). `identity` is known after `start`."""
 
+    config: WorkerConfig
     identity: AgentIdentity | None = None
 
     def start(self) -> AgentIdentity:
@@ -377,6 +160,11 @@ class Executor:
 
     def close(self) -> None:
         return None
+
+    def _failed(self, task: EpisodeTask, error: str) -> EpisodeOutput:
+        """The output of an episode its worker never finished (killed at the deadline, or died)."""
+        assert self.identity is not None, "start() first"
+        return EpisodeOutput.of(failed_record(task, self.config, self.identity, error))
 
     def __enter__(self) -> Executor:
         return self
@@ -533,9 +321,7 @@ class ProcessExecutor(Executor):
                 except (EOFError, OSError):
                     code = slot.process.exitcode
                     slot.task = None
-                    yield failed_result(
-                        task, self.config, self.identity, f"worker crashed (exit code {code})"
-                    )
+                    yield self._failed(task, f"worker crashed (exit code {code})")
                     feed(self._replace(slot))
                     continue
                 slot.task = None
@@ -546,7 +332,7 @@ class ProcessExecutor(Executor):
                 for slot in list(self.slots):
                     if slot.task is not None and now - slot.since > timeout + self.config.kill_grace_s:
                         task, slot.task = slot.task, None
-                        yield failed_result(task, self.config, self.identity, TIMEOUT_ERROR)
+                        yield self._failed(task, TIMEOUT_ERROR)
                         feed(self._replace(slot))
 
     def close(self) -> None:
@@ -640,7 +426,7 @@ class RayExecutor(Executor):
                 try:
                     yield ray.get(ref)
                 except Exception as exc:  # the actor died: replace it, the episode fails
-                    yield failed_result(task, self.config, self.identity, f"worker crashed: {exc}")
+                    yield self._failed(task, f"worker crashed: {exc}")
                     self.actors[position] = self._actor()
                     self.replaced += 1
                 feed(position)
@@ -652,7 +438,7 @@ class RayExecutor(Executor):
                         ray.kill(self.actors[position])
                         self.actors[position] = self._actor()
                         self.replaced += 1
-                        yield failed_result(task, self.config, self.identity, TIMEOUT_ERROR)
+                        yield self._failed(task, TIMEOUT_ERROR)
                         feed(position)
 
     def close(self) -> None:

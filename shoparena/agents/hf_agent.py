@@ -20,11 +20,12 @@ from shoparena.agents.chat_loop import (
     ChatLoop,
     Completion,
     ModelError,
-    resolve_protocol,
 )
 from shoparena.harness.episode import Episode
+from shoparena.harness.protocols import canonical_protocol
 
-TEXT_PROTOCOLS = ("qwen", "qwen3", "tags", "upstream")
+TEXT_PROTOCOLS = ("qwen3", "upstream")
+"""A local model writes text: the protocols that read calls from it (spelled any way the harness knows)."""
 
 
 class Generation(BaseModel):
@@ -77,16 +78,16 @@ class HFAgent(Agent):
         trust_remote_code: bool = False,
         version: str = "0",
     ):
-        if protocol not in TEXT_PROTOCOLS:
+        if canonical_protocol(protocol) not in TEXT_PROTOCOLS:
             raise ValueError(
                 f"hf agent: protocol {protocol!r} is not a text protocol; a local model writes text, "
-                "use qwen or tags"
+                "use qwen3 (or qwen) or upstream (or tags)"
             )
         if max_new_tokens < 1:
             raise ValueError(f"hf agent: max_new_tokens must be at least 1, got {max_new_tokens}")
         super().__init__(Path(path).name or path, version)
         self.path = path
-        self.protocol = protocol
+        self.protocol = canonical_protocol(protocol)
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.top_p = top_p
@@ -102,9 +103,7 @@ class HFAgent(Agent):
             )
         self.eos_token_ids = self._eos_token_ids()
         self.context_length = getattr(self.model.config, "max_position_embeddings", None)
-        via_template = resolve_protocol(protocol).name == "qwen3" and template_renders_tools(
-            self.tokenizer.chat_template
-        )
+        via_template = self.protocol == "qwen3" and template_renders_tools(self.tokenizer.chat_template)
         self.loop = ChatLoop(
             self.complete,
             protocol,

@@ -25,10 +25,10 @@ from shoparena.agents.chat_loop import (
     ChatLoop,
     Completion,
     ModelError,
-    resolve_protocol,
 )
 from shoparena.harness import jsontext
 from shoparena.harness.episode import Episode
+from shoparena.harness.protocols import canonical_protocol
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -134,7 +134,7 @@ class ChatCompletionsClient:
             message = f"HTTP {exc.code}: {detail}"
             if exc.code in RETRY_STATUSES or exc.code >= 500:
                 raise RetryableError(
-                    message, _retry_after(exc.headers.get("Retry-After")), exc.code
+                    message, retry_after_seconds(exc.headers.get("Retry-After")), exc.code
                 ) from None
             raise RequestRejected(f"{self.url}: {message}", exc.code) from None
         except TimeoutError:
@@ -180,7 +180,7 @@ def _error_detail(exc: urllib.error.HTTPError) -> str:
     return text[:300] or str(exc.reason)
 
 
-def _retry_after(header: str | None) -> float | None:
+def retry_after_seconds(header: str | None) -> float | None:
     """`Retry-After` as seconds: a number, or an HTTP date."""
     if header is None:
         return None
@@ -219,8 +219,7 @@ class OpenAIAgent(Agent):
         super().__init__(model, version)
         self.model = model
         self.client = client
-        self.protocol = protocol
-        resolve_protocol(protocol)  # fail at construction on a bad name
+        self.protocol = canonical_protocol(protocol)  # fails at construction on a bad name
         self.sampling: dict[str, Any] = {"temperature": temperature, "top_p": top_p}
         if max_tokens is not None:
             self.sampling["max_tokens"] = max_tokens
@@ -229,7 +228,7 @@ class OpenAIAgent(Agent):
         if stop:
             self.sampling["stop"] = stop
         self.extra_body = dict(extra_body or {})
-        self.loop = ChatLoop(self.complete, protocol, system_prompt=system_prompt, max_turns=max_turns)
+        self.loop = ChatLoop(self.complete, self.protocol, system_prompt=system_prompt, max_turns=max_turns)
 
     def complete(self, messages: list[dict], tools: list[dict] | None) -> Completion:
         payload: dict[str, Any] = {"model": self.model, "messages": messages, **self.sampling}

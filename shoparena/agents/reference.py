@@ -176,8 +176,8 @@ def _narration(batch: Batch, solver: Solver) -> str:
 
 
 def make_reference_agent(target: str = "agentic", **options: Any) -> Agent:
-    """`reference:agentic` or `reference:pipeline`; options: protocol (openai|upstream|qwen3),
-    max_parallel_calls (agentic only)."""
+    """`reference:agentic` or `reference:pipeline`; options: protocol (any spelling the harness knows:
+    openai, upstream or tags, qwen3 or qwen), max_parallel_calls (agentic only)."""
     if target == "agentic":
         return AgenticReferenceAgent(**options)
     if target == "pipeline":

@@ -100,19 +100,6 @@ class Shop(BaseModel):
     product_count: int = Field(default=0, ge=0)
 
 
-class SearchHit(BaseModel):
-    """One row of a `find_product` page: exactly the six fields upstream returns."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    product_id: str
-    shop_id: str
-    title: str
-    price: float
-    service: list[str]
-    sold_count: int
-
-
 class ProductInformation(BaseModel):
     """`view_product_information` output: deliberately no title and no price, as upstream."""
 

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from shoparena.cli.common import console, err_console, fail, print_json, progress_bar
 from shoparena.judge import JudgeFileReport, JudgeSpecError, judge_file, make_judge
-from shoparena.judge.gates import QUALITY_WHEN_FAILED
+from shoparena.records.verdict import QUALITY_WHEN_FAILED
 
 
 def render(report: JudgeFileReport) -> Table:

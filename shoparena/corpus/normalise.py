@@ -25,12 +25,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from shoparena.agents.trajectory import AgentInfo, JudgeVerdict, ProblemInfo
 from shoparena.corpus.models import MALFORMED, UNKNOWN_SHAPE, CorpusRow, RowMetadata, shared_tools
 from shoparena.harness import jsontext
 from shoparena.harness.models import ParsedCall
-from shoparena.harness.protocols import QWEN3, UPSTREAM, _content_text, scan_tags
+from shoparena.harness.protocols import QWEN3, UPSTREAM, content_text, scan_tags
 from shoparena.harness.tool_specs import PROFILES, tool_schemas
+from shoparena.records.score import ScoreSummary
+from shoparena.records.trajectory import AgentInfo, ProblemInfo
+from shoparena.records.verdict import JudgeVerdict
 
 ENDING_TOOLS = frozenset({"recommend_product", "terminate"})
 DIALOGUE_HEADER = "# Dialogue Records History"
@@ -60,7 +62,7 @@ def stable_problem_id(query: str) -> str:
 def first_user_text(messages: list[dict]) -> str | None:
     for message in messages:
         if message.get("role") == "user":
-            return _content_text(message.get("content")) or ""
+            return content_text(message.get("content")) or ""
     return None
 
 
@@ -123,7 +125,7 @@ def _clean_message(message: Any, index: int) -> dict:
     content = message.get("content")
     if content is not None and type(content) is not str:
         if isinstance(content, list):
-            content = _content_text(content)
+            content = content_text(content)
         elif not isinstance(content, str):
             raise _malformed(f"messages[{index}].content is {type(content).__name__}, not text")
     if role == "tool":
@@ -243,7 +245,7 @@ class _TrajectoryView(BaseModel):
     record_id: str
     agent: AgentInfo
     problem: ProblemInfo
-    score: dict[str, Any]
+    score: ScoreSummary
     judge: JudgeVerdict | None = None
 
 
@@ -308,7 +310,7 @@ def from_trajectory(record: Any, source: str) -> CorpusRow:
     origin, counts = _origin_summary(working)
     if origin is None:
         origin, _ = _origin_summary(every)
-    success = view.score.get("success")
+    success = view.score.success
     meta = {
         "problem_id": view.problem.problem_id,
         "query": view.problem.query,
@@ -512,7 +514,7 @@ def _upstream_blocks(builder: _Builder, text: str, where: str) -> None:
         elif tag == "think":
             builder.think(body)
         elif tag == "tool_call":
-            builder.calls(UPSTREAM._parse_block(body))
+            builder.calls(UPSTREAM.parse_calls(body))
         elif tag == "obs":
             builder.results(_obs_results(body))
         else:
@@ -545,7 +547,7 @@ def from_tagged_chat(messages: list, wrapper: dict, source: str) -> CorpusRow:
         if not isinstance(message, dict):
             raise _malformed(f"messages[{i}] is not an object")
         role = message.get("role")
-        content = _content_text(message.get("content")) or ""
+        content = content_text(message.get("content")) or ""
         if role == "system":
             builder.system(content)
         elif role == "assistant":
@@ -632,7 +634,7 @@ def from_openai_messages(record: dict, source: str) -> CorpusRow:
 def _has_tagged_assistant(messages: list) -> bool:
     for message in messages:
         if isinstance(message, dict) and message.get("role") == "assistant" and not message.get("tool_calls"):
-            content = _content_text(message.get("content")) or ""
+            content = content_text(message.get("content")) or ""
             if "<tool_call>" in content:
                 return True
     return False
@@ -641,7 +643,7 @@ def _has_tagged_assistant(messages: list) -> bool:
 def _dialogue_prompt(messages: list) -> str | None:
     for message in messages:
         if isinstance(message, dict) and message.get("role") == "user":
-            content = _content_text(message.get("content")) or ""
+            content = content_text(message.get("content")) or ""
             if DIALOGUE_HEADER in content or content.lstrip().startswith("<user>"):
                 return content
     return None
@@ -717,7 +719,7 @@ def _dialogue(record: Any, source: str) -> CorpusRow:
     seen = False
     for message in messages:
         if seen and isinstance(message, dict) and message.get("role") == "assistant":
-            after.append(_content_text(message.get("content")) or "")
+            after.append(content_text(message.get("content")) or "")
         if isinstance(message, dict) and message.get("role") == "user" and message.get("content") == prompt:
             seen = True
     if isinstance(output, str):

@@ -22,7 +22,7 @@ import orjson
 
 from shoparena.corpus.models import tools_json
 from shoparena.harness import jsontext
-from shoparena.harness.protocols import QWEN3, _content_text
+from shoparena.harness.protocols import QWEN3, content_text
 
 DEFAULT_TOKENIZER = "default"
 CACHE_CHARS = 32 << 20
@@ -116,7 +116,7 @@ class _SegmentRenderer:
             for message in messages:
                 role = message.get("role")
                 if role == "tool":
-                    out.append(_content_text(message.get("content")) or "")
+                    out.append(content_text(message.get("content")) or "")
                     run += 1
                     continue
                 if run:
@@ -125,7 +125,7 @@ class _SegmentRenderer:
                 if role == "assistant":
                     out.extend(self._cached(("assistant", orjson.dumps(message)), [message], None))
                 elif role == "user":
-                    out.append(_content_text(message.get("content")) or "")
+                    out.append(content_text(message.get("content")) or "")
                     out.extend(self._template("user", 1))
             if run:
                 out.extend(self._template("tool", run))

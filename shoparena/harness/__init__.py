@@ -4,16 +4,10 @@ call log (with who emitted each call). Layer: may import catalog, index, problem
 """
 
 from shoparena.harness.episode import Episode, load_shops
-from shoparena.harness.models import (
-    CallRecord,
-    EpisodeSummary,
-    Observation,
-    Origin,
-    ParsedCall,
-    ParsedTurn,
-)
+from shoparena.harness.models import EpisodeSummary, Observation, ParsedCall, ParsedTurn
 from shoparena.harness.protocols import (
     OPENAI,
+    PROTOCOL_ALIASES,
     PROTOCOLS,
     QWEN3,
     UPSTREAM,
@@ -21,7 +15,9 @@ from shoparena.harness.protocols import (
     Protocol,
     Qwen3Protocol,
     UpstreamProtocol,
+    canonical_protocol,
     get_protocol,
+    protocol_spellings,
     qwen3_tools_system,
     upstream_system_prompt,
 )
@@ -33,15 +29,14 @@ __all__ = [
     "OPENAI",
     "PROFILES",
     "PROTOCOLS",
+    "PROTOCOL_ALIASES",
     "QWEN3",
     "TOOL_SPECS",
     "UPSTREAM",
-    "CallRecord",
     "Episode",
     "EpisodeSummary",
     "Observation",
     "OpenAIProtocol",
-    "Origin",
     "ParsedCall",
     "ParsedTurn",
     "ProfileError",
@@ -49,8 +44,10 @@ __all__ = [
     "Qwen3Protocol",
     "RecordLimits",
     "UpstreamProtocol",
+    "canonical_protocol",
     "get_protocol",
     "load_shops",
+    "protocol_spellings",
     "qwen3_tools_system",
     "tool_schemas",
     "upstream_system_prompt",

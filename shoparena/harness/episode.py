@@ -24,15 +24,7 @@ from typing import Any
 
 from shoparena.catalog.models import Shop
 from shoparena.harness import jsontext
-from shoparena.harness.models import (
-    CallRecord,
-    EpisodeSummary,
-    Observation,
-    Origin,
-    ParsedCall,
-    ParsedTurn,
-    Refusal,
-)
+from shoparena.harness.models import EpisodeSummary, Observation, ParsedCall, ParsedTurn, Refusal
 from shoparena.harness.params import ArgumentError, bind_arguments
 from shoparena.harness.record_limits import (
     DEFAULT_LIMITS,
@@ -48,6 +40,7 @@ from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, TOOL_SPECS, profile_
 from shoparena.harness.tools import STATELESS_TOOLS, ToolContext, ToolError, split_ids
 from shoparena.index.backend import CatalogBackend
 from shoparena.problems.models import Problem, Voucher
+from shoparena.records.calls import CallRecord, Origin
 
 ERROR_PREFIX = "Error: "
 MAX_NAME_BYTES = 128

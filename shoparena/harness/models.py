@@ -1,7 +1,7 @@
-"""Records that cross the harness boundary: parsed model turns, observations and the verified call log.
+"""Records that cross the harness boundary: parsed model turns, observations, an episode's summary.
 
-The call log (`CallRecord`) is what the scorer, the judge and the corpus trust: it is written by the
-harness, never by the agent, and says for every call who emitted it (`llm` or `code`, SPEC §3).
+The verified call log's entry (`CallRecord`) is read by every later stage, so it lives in
+`shoparena.records.calls`; the harness is still the only writer of the log.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Origin = Literal["llm", "code"]
+from shoparena.records.calls import CallRecord
+
 TerminateStatus = Literal["success", "failure"]
 Refusal = Literal["ended", "malformed", "unusable", "unknown_tool", "bad_arguments"]
 
@@ -61,27 +62,6 @@ class Observation(BaseModel):
     """Why no tool ran, when none did: the episode had ended, the call was malformed, its arguments
     were unusable (`record_limits`), the tool is not in the profile, or the arguments do not fit it.
     None when the tool ran (it may still have refused, e.g. an id not in the catalogue)."""
-
-
-class CallRecord(BaseModel):
-    """One entry of the verified call log."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    step: int
-    call_id: str
-    name: str
-    arguments: dict[str, Any] | None
-    raw_arguments: str | None = None
-    result: Any = None
-    error: str | None = None
-    latency_s: float
-    origin: Origin
-    counted: bool = True
-    """False for calls refused because the episode had already ended (a call made after the end uses no step)."""
-    cut: str | None = None
-    """What the harness cut or replaced in this entry to keep the record writable and bounded, and why
-    (see `record_limits`); None when the entry is stored as made."""
 
 
 class EpisodeSummary(BaseModel):

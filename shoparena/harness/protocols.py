@@ -151,7 +151,7 @@ def _result_value(observation: Observation) -> Any:
     return observation.result if observation.ok else observation.text
 
 
-def _content_text(content: Any) -> str | None:
+def content_text(content: Any) -> str | None:
     """Message content as text; OpenAI content parts are joined."""
     if content is None or isinstance(content, str):
         return content
@@ -165,7 +165,7 @@ def _text_and_reasoning(output: Any) -> tuple[str, str | None]:
     calls as tags in the text and fall back to a provider's separate reasoning field."""
     message = _message_of(output)
     if isinstance(message, dict):
-        return _content_text(message.get("content")) or "", message.get("reasoning_content")
+        return content_text(message.get("content")) or "", message.get("reasoning_content")
     return message, None
 
 
@@ -214,7 +214,7 @@ class OpenAIProtocol(Protocol):
         message = _message_of(model_output)
         if isinstance(message, str):
             message = {"role": "assistant", "content": message}
-        content = _content_text(message.get("content"))
+        content = content_text(message.get("content"))
         thinking = message.get("reasoning_content", message.get("reasoning"))
         errors: list[str] = []
         if thinking is None and content and "think>" in content:
@@ -304,7 +304,7 @@ class UpstreamProtocol(Protocol):
         if thinking is None and reasoning:
             thinking = reasoning.replace("<think>", "").replace("</think>", "").strip()
         blocks, responses = scan.bodies("tool_call"), scan.bodies("response")
-        calls = [call for block in blocks for call in self._parse_block(block)]
+        calls = [call for block in blocks for call in self.parse_calls(block)]
         content = responses[0].strip() if responses else None
         if len(responses) > 1:
             errors.append("more than one <response>; only the first is kept")
@@ -318,7 +318,8 @@ class UpstreamProtocol(Protocol):
             errors.append(f"text outside the tags: {stray[:60]!r}")
         return ParsedTurn(thinking=thinking, content=content, calls=calls, format_errors=errors)
 
-    def _parse_block(self, block: str) -> list[ParsedCall]:
+    def parse_calls(self, block: str) -> list[ParsedCall]:
+        """The calls of one `<tool_call>` body (a JSON list or one object), each with its own error."""
         body = _unfence(block)
         try:
             value = jsontext.loads(body)
@@ -371,7 +372,7 @@ class UpstreamProtocol(Protocol):
             role = message.get("role")
             index += 1
             if role == "user":
-                parts.append(f"<user>{_content_text(message.get('content')) or ''}</user>")
+                parts.append(f"<user>{content_text(message.get('content')) or ''}</user>")
             elif role == "assistant":
                 turn = OPENAI.parse(message)
                 if turn.thinking:
@@ -382,7 +383,7 @@ class UpstreamProtocol(Protocol):
                 results = []
                 while index < len(history) and history[index].get("role") == "tool":
                     tool = history[index]
-                    content = _tool_content_value(_content_text(tool.get("content")) or "")
+                    content = _tool_content_value(content_text(tool.get("content")) or "")
                     results.append({"tool_call_id": tool.get("tool_call_id"), "results": content})
                     index += 1
                 if results:
@@ -390,7 +391,7 @@ class UpstreamProtocol(Protocol):
                 if turn.content:
                     parts.append(f"<response>{turn.content}</response>")
             elif role == "tool":
-                content = _tool_content_value(_content_text(message.get("content")) or "")
+                content = _tool_content_value(content_text(message.get("content")) or "")
                 parts.append(
                     f"<obs>{jsontext.dumps([{'tool_call_id': message.get('tool_call_id'), 'results': content}])}</obs>"
                 )
@@ -469,13 +470,13 @@ class Qwen3Protocol(Protocol):
         for message in history:
             role = message.get("role")
             if role == "tool":
-                pending.append(_content_text(message.get("content")) or "")
+                pending.append(content_text(message.get("content")) or "")
                 continue
             flush()
             if role == "assistant":
                 rendered.append({"role": "assistant", "content": self.render_turn(OPENAI.parse(message))})
             elif role == "user":
-                rendered.append({"role": "user", "content": _content_text(message.get("content")) or ""})
+                rendered.append({"role": "user", "content": content_text(message.get("content")) or ""})
         flush()
         return rendered
 
@@ -529,10 +530,30 @@ QWEN3 = Qwen3Protocol()
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (OPENAI, UPSTREAM, QWEN3)}
 
 
+PROTOCOL_ALIASES: dict[str, str] = {"tags": "upstream", "qwen": "qwen3"}
+"""Other spellings every agent and the CLI accept: upstream's protocol is its text tags, `qwen` is short."""
+
+
+def protocol_spellings() -> list[str]:
+    """Every accepted name: the protocols', then the aliases."""
+    return [*PROTOCOLS, *PROTOCOL_ALIASES]
+
+
+def canonical_protocol(name: str) -> str:
+    """The protocol's own name for any spelling (`tags` → `upstream`); ValueError names the choices."""
+    canonical = PROTOCOL_ALIASES.get(name, name)
+    if canonical not in PROTOCOLS:
+        choices = ", ".join(
+            f"{p} (or {', '.join(a for a, c in PROTOCOL_ALIASES.items() if c == p)})"
+            if p in PROTOCOL_ALIASES.values()
+            else p
+            for p in PROTOCOLS
+        )
+        raise ValueError(f"unknown protocol {name!r}; use one of {choices}")
+    return canonical
+
+
 def get_protocol(protocol: str | Protocol) -> Protocol:
     if isinstance(protocol, Protocol):
         return protocol
-    try:
-        return PROTOCOLS[protocol]
-    except KeyError:
-        raise ValueError(f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}") from None
+    return PROTOCOLS[canonical_protocol(protocol)]

@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import orjson
 import tantivy
 
 from shoparena.catalog.models import Product
@@ -53,20 +52,6 @@ def open_tantivy_index(path: Path, create: bool = False) -> tantivy.Index:
     index = tantivy.Index(make_schema(), path=str(path), reuse=not create)
     index.register_tokenizer(ANALYZER_NAME, make_analyzer())
     return index
-
-
-def index_document_json(ordinal: int, product: dict, contents: str) -> str:
-    """The JSON the index ingests for one product (what `IndexWriter.add_json` takes)."""
-    return orjson.dumps(
-        {
-            "contents": contents,
-            "ord": ordinal,
-            "price": float(product["price"]),
-            "sold_count": int(product.get("sold_count", 0)),
-            "shop_id": product["shop_id"],
-            "service": product.get("service", []),
-        }
-    ).decode()
 
 
 class TantivyCatalog:

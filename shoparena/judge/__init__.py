@@ -14,28 +14,11 @@ from shoparena.judge.api import (
     judge_record,
     make_judge,
 )
-from shoparena.judge.coefficient import JudgeSummary, mean_quality, summarize_verdicts
-from shoparena.judge.gates import (
-    ANALYSES_RESULTS,
-    CITES_DATUM,
-    COMPARES_CANDIDATES,
-    GATES,
-    PASSED,
-    QUALITY_WHEN_FAILED,
-    REASONED,
-)
 from shoparena.judge.llm import JudgeCallFailed, JudgeCircuitOpen, JudgeError, JudgeRunStats, LLMJudge
 from shoparena.judge.offline import OfflineJudge
 from shoparena.judge.rules import RuleSettings
 
 __all__ = [
-    "ANALYSES_RESULTS",
-    "CITES_DATUM",
-    "COMPARES_CANDIDATES",
-    "GATES",
-    "PASSED",
-    "QUALITY_WHEN_FAILED",
-    "REASONED",
     "Judge",
     "JudgeCallFailed",
     "JudgeCircuitOpen",
@@ -43,13 +26,10 @@ __all__ = [
     "JudgeFileReport",
     "JudgeRunStats",
     "JudgeSpecError",
-    "JudgeSummary",
     "LLMJudge",
     "OfflineJudge",
     "RuleSettings",
     "judge_file",
     "judge_record",
     "make_judge",
-    "mean_quality",
-    "summarize_verdicts",
 ]

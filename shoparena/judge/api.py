@@ -13,11 +13,12 @@ from typing import Any, Protocol
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shoparena.agents.trajectory import JudgeVerdict, TrajectoryRecord
-from shoparena.judge.coefficient import JudgeSummary, summarize_verdicts
 from shoparena.judge.llm import JudgeCircuitOpen, JudgeError, LLMJudge
 from shoparena.judge.offline import OfflineJudge
 from shoparena.problems.models import Problem
+from shoparena.records.trajectory import TrajectoryRecord, invalid_record_reason
+from shoparena.records.verdict import JudgeVerdict
+from shoparena.scoring.judge_summary import JudgeSummary, summarize_verdicts
 
 
 class JudgeSpecError(ValueError):
@@ -116,7 +117,7 @@ def judge_file(
             try:
                 record = TrajectoryRecord.model_validate(orjson.loads(line))
             except (orjson.JSONDecodeError, ValidationError) as exc:
-                rejects.append(LineReject(line=number, error=_first_error(exc)))
+                rejects.append(LineReject(line=number, error=invalid_record_reason(exc)))
                 continue
             verdict: JudgeVerdict | None = None
             if not stopped:
@@ -132,8 +133,8 @@ def judge_file(
                         stopped = True
             record.judge = verdict
             verdicts.append(verdict)
-            if "success" in record.score:
-                successes.append(bool(record.score["success"]))
+            if record.score.success is not None:
+                successes.append(record.score.success)
             sink.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
     judged_failures = sum(1 for v in verdicts[:attempted] if v is None)
     success_rate = sum(successes) / len(successes) if successes else None
@@ -148,11 +149,3 @@ def judge_file(
         failures=failures,
         summary=summarize_verdicts(verdicts, success_rate),
     )
-
-
-def _first_error(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "record"
-        return f"not a trajectory record ({exc.error_count()} error(s)); {where}: {first.get('msg')}"
-    return f"not JSON: {exc}"

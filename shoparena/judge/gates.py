@@ -1,33 +1,26 @@
 """The judge's decision tree (SPEC §7): four gates in order; the first that fails sets the quality.
 
-Both judges speak in these names, and the LLM judge is asked to answer with them, so one verification
-step (`verify.py`) can check any judge's claim against the trace.
+Both judges speak in the gates' names (`shoparena.records.verdict`, beside the verdict that carries
+them), and the LLM judge is asked to answer with them, so one verification step (`verify.py`) can check
+any judge's claim against the trace.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-REASONED = "reasoned"
-ANALYSES_RESULTS = "analyses_results"
-CITES_DATUM = "cites_datum"
-COMPARES_CANDIDATES = "compares_candidates"
-PASSED = "passed"
-
-GATES: tuple[str, ...] = (REASONED, ANALYSES_RESULTS, CITES_DATUM, COMPARES_CANDIDATES)
-"""In order; each needs every one before it."""
+from shoparena.records.verdict import (
+    ANALYSES_RESULTS,
+    CITES_DATUM,
+    COMPARES_CANDIDATES,
+    GATES,
+    PASSED,
+    QUALITY_WHEN_FAILED,
+    REASONED,
+)
 
 EVIDENCE_GATES: tuple[str, ...] = (ANALYSES_RESULTS, CITES_DATUM, COMPARES_CANDIDATES)
 """The gates a judge must back with a span of the model's own text."""
-
-QUALITY_WHEN_FAILED: dict[str, float] = {
-    REASONED: 0.1,
-    ANALYSES_RESULTS: 0.3,
-    CITES_DATUM: 0.5,
-    COMPARES_CANDIDATES: 0.7,
-    PASSED: 0.9,
-}
-"""`gate` of a verdict is the first failing gate (or `passed`); this maps it to the quality."""
 
 GATE_QUESTIONS: dict[str, str] = {
     REASONED: "the model really reasoned: real inference with enough completion tokens and reasoning text",

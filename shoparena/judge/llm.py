@@ -18,13 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shoparena.agents.trajectory import JudgeVerdict, TrajectoryRecord
 from shoparena.judge.endpoint import ChatEndpoint, EndpointError
 from shoparena.judge.prompt import PROMPT_VERSION, UnparseableVerdict, judge_messages, parse_claim
 from shoparena.judge.rules import DEFAULT_RULES, RuleSettings
 from shoparena.judge.trace import read_trace
 from shoparena.judge.verify import verify_claim
 from shoparena.problems.models import Problem
+from shoparena.records.trajectory import TrajectoryRecord
+from shoparena.records.verdict import JudgeVerdict
 
 LLM_JUDGE_VERSION = f"llm-{PROMPT_VERSION}"
 

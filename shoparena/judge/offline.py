@@ -6,8 +6,7 @@ as the LLM judge's, so the spans it reports are checked the same way.
 
 from __future__ import annotations
 
-from shoparena.agents.trajectory import JudgeVerdict, TrajectoryRecord
-from shoparena.judge.gates import PASSED, CitedSpan, Claim
+from shoparena.judge.gates import CitedSpan, Claim
 from shoparena.judge.rules import (
     DEFAULT_RULES,
     RuleSettings,
@@ -19,6 +18,8 @@ from shoparena.judge.rules import (
 from shoparena.judge.trace import TraceView, read_trace
 from shoparena.judge.verify import verify_claim
 from shoparena.problems.models import Problem
+from shoparena.records.trajectory import TrajectoryRecord
+from shoparena.records.verdict import PASSED, JudgeVerdict
 
 OFFLINE_JUDGE_VERSION = "offline-rules-1"
 

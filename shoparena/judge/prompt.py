@@ -12,19 +12,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from shoparena.agents.trajectory import TrajectoryRecord
 from shoparena.harness import jsontext
-from shoparena.judge.gates import (
-    GATE_QUESTIONS,
-    GATES,
-    PASSED,
-    QUALITY_WHEN_FAILED,
-    CitedSpan,
-    Claim,
-    gate_for_quality,
-)
+from shoparena.judge.gates import GATE_QUESTIONS, CitedSpan, Claim, gate_for_quality
 from shoparena.judge.jsonrepair import last_json_object
 from shoparena.judge.trace import message_text
+from shoparena.records.trajectory import TrajectoryRecord
+from shoparena.records.verdict import GATES, PASSED, QUALITY_WHEN_FAILED
 
 PROMPT_VERSION = "judge-prompt-1"
 MAX_FIELD_CHARS = 1500

@@ -9,14 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shoparena.agents.base import TokenUsage
-from shoparena.judge.gates import (
-    ANALYSES_RESULTS,
-    CITES_DATUM,
-    COMPARES_CANDIDATES,
-    REASONED,
-    GateCheck,
-)
+from shoparena.judge.gates import GateCheck
 from shoparena.judge.trace import (
     STOPWORDS,
     ModelTurn,
@@ -26,6 +19,8 @@ from shoparena.judge.trace import (
     price_key,
     words,
 )
+from shoparena.records.trajectory import TokenUsage
+from shoparena.records.verdict import ANALYSES_RESULTS, CITES_DATUM, COMPARES_CANDIDATES, REASONED
 
 
 @dataclass(frozen=True)

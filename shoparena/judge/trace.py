@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord
 
 ID_KEYS = frozenset({"product_id", "shop_id"})
 PRICE_KEYS = frozenset({"price"})

@@ -14,20 +14,17 @@ A judge may always be stricter than the rules; verification only ever lowers a q
 
 from __future__ import annotations
 
-from shoparena.agents.base import TokenUsage
-from shoparena.agents.trajectory import JudgeVerdict
-from shoparena.judge.gates import (
-    ANALYSES_RESULTS,
-    CITES_DATUM,
-    EVIDENCE_GATES,
-    QUALITY_WHEN_FAILED,
-    REASONED,
-    CitedSpan,
-    Claim,
-    gates_passed_before,
-)
+from shoparena.judge.gates import EVIDENCE_GATES, CitedSpan, Claim, gates_passed_before
 from shoparena.judge.rules import DEFAULT_RULES, RuleSettings, check_reasoned, datums_in
 from shoparena.judge.trace import TraceView, collapse_whitespace
+from shoparena.records.trajectory import TokenUsage
+from shoparena.records.verdict import (
+    ANALYSES_RESULTS,
+    CITES_DATUM,
+    QUALITY_WHEN_FAILED,
+    REASONED,
+    JudgeVerdict,
+)
 
 MIN_SPAN_CHARS = 4
 MAX_EXPLANATION_CHARS = 1200

@@ -8,12 +8,13 @@ come through any `ProductLookup` (a catalogue backend, or a dict for constructed
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import AfterValidator, BaseModel, Field
 
 from shoparena.catalog.models import Product
 from shoparena.problems.models import Problem, RewardSpec
+from shoparena.records.score import ScoreSummary
 
 ScoringMode = Literal["upstream", "strict"]
 SCORING_MODES: tuple[str, ...] = ("upstream", "strict")
@@ -113,9 +114,9 @@ class ProblemScore(BaseModel):
     def axis_ratio(self, axis: str) -> float | None:
         return self.axes[axis].ratio
 
-    def summary(self) -> dict:
-        """The flat per-problem record of `score --json`."""
-        row = {
+    def summary(self) -> ScoreSummary:
+        """The flat per-problem record of `score --json` (and of a trajectory record's `score`)."""
+        row: dict[str, Any] = {
             "index": self.index,
             "problem_id": self.problem_id,
             "bucket": self.bucket,
@@ -134,7 +135,7 @@ class ProblemScore(BaseModel):
             row[axis] = None if not tally.checks else round(tally.hits / tally.checks, 6)
             row[f"{axis}_hits"] = tally.hits
             row[f"{axis}_checks"] = tally.checks
-        return row
+        return ScoreSummary(**row)
 
 
 # -- constraint checks ----------------------------------------------------------------------------

@@ -69,7 +69,7 @@ class SuiteScore(BaseModel):
     def to_json(self) -> dict:
         """The `score --json` document: per-problem rows and the aggregate."""
         return {
-            "problems": [s.summary() for s in self.scores],
+            "problems": [s.summary().model_dump(mode="json") for s in self.scores],
             "aggregate": {
                 "mode": self.mode,
                 "similarity": self.similarity,

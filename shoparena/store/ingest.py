@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
 
-from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store.engine import write_transaction
 from shoparena.store.errors import RecordConflictError
 from shoparena.store.reading import TRAJECTORIES_FILE, count_lines, read_records

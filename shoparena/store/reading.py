@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord, invalid_record_reason
 from shoparena.store.rejects import (
     CUT_SHORT,
     EMPTY,
@@ -129,13 +129,7 @@ def _why_not(exc: ValidationError, line: bytes) -> tuple[str, str]:
     if len(errors) == 1 and not errors[0].get("loc"):
         shape = "a JSON array" if line.lstrip()[:1] == b"[" else "JSON"
         return INVALID_RECORD, f"{shape}, not a trajectory record object (JSONL holds one record per line)"
-    parts = []
-    for error in errors[:3]:
-        where = ".".join(str(part) for part in error.get("loc", ())) or "record"
-        parts.append(f"{where}: {error.get('msg', 'invalid')}")
-    more = len(errors) - 3
-    reason = "not a trajectory record: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
-    return INVALID_RECORD, reason
+    return INVALID_RECORD, invalid_record_reason(exc)
 
 
 def _parse(where: Where, line: bytes) -> TrajectoryRecord | Reject:

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from shoparena.agents.trajectory import TRAJECTORY_SCHEMA, TrajectoryRecord
+from shoparena.records.trajectory import TRAJECTORY_SCHEMA, TrajectoryRecord
 from shoparena.store.engine import CanonicalJSON
 from shoparena.store.rejects import UNKNOWN_SCHEMA, UNSTORABLE, Where
 from shoparena.store.schema import Evaluation
@@ -170,16 +170,6 @@ def parse_started_at(text: str) -> datetime:
         ) from exc
 
 
-def _score_fields(score: dict[str, Any]) -> tuple[bool | None, float | None]:
-    success = score.get("success")
-    rule = score.get("rule")
-    if success is not None and not isinstance(success, bool):
-        raise RecordRejected(f"score.success must be true, false or null, not {success!r}")
-    if rule is not None and (isinstance(rule, bool) or not isinstance(rule, int | float)):
-        raise RecordRejected(f"score.rule must be a number or null, not {rule!r}")
-    return success, None if rule is None else float(rule)
-
-
 def _check_columns(row: dict[str, Any]) -> None:
     for name, limit in MAX_LENGTHS.items():
         value = row[name]
@@ -204,7 +194,6 @@ def prepare(record: TrajectoryRecord, where: Where, ingested_at: datetime, diale
         )
     dumped = record.model_dump(mode="json")
     data = _encode(record, dumped)
-    success, rule = _score_fields(record.score)
     judge = record.judge
     row = {
         "record_id": record.record_id,
@@ -225,8 +214,8 @@ def prepare(record: TrajectoryRecord, where: Where, ingested_at: datetime, diale
         "leak_cluster_id": record.problem.leak_cluster_id,
         "scoring_mode": record.scoring_mode,
         "scoring_pipeline_version": record.scoring_pipeline_version,
-        "success": success,
-        "rule_score": rule,
+        "success": record.score.success,
+        "rule_score": record.score.rule,
         "judge_quality": judge.quality if judge else None,
         "judge_gate": judge.gate if judge else None,
         "steps_used": record.outcome.steps_used,

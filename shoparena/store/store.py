@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Engine, and_, func, select
 from sqlalchemy.exc import OperationalError
 
-from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store.engine import current_revision, make_engine, upgrade_to_head, write_transaction
 from shoparena.store.errors import StoreError, UnknownRecordError
 from shoparena.store.export import (

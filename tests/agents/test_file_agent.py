@@ -328,6 +328,7 @@ def test_lenient_step_shapes_are_accepted():
 
 def test_replay_notes_reach_the_trajectory_record(file_catalog, file_problems, tmp_path):
     """What the harness did on a miner's behalf is part of the record, not only of the agent's report."""
+    from shoparena.agents.config import EvalConfig
     from shoparena.agents.runner import run_eval
     from shoparena.problems.io import write_problems
 
@@ -335,14 +336,16 @@ def test_replay_notes_reach_the_trajectory_record(file_catalog, file_problems, t
     write_problems(problems_path, file_problems[:1])
     out = tmp_path / "run"
     run_eval(
-        file_catalog.store.path.parent,
-        problems_path,
-        f"file:{MINERS / 'claiming_miner.py'}",
-        {"timeout_s": 30},
-        out,
-        executor="inline",
-        similarity="lexical",
-        n_bootstrap=10,
+        EvalConfig(
+            catalog=file_catalog.store.path.parent,
+            problems=problems_path,
+            agent=f"file:{MINERS / 'claiming_miner.py'}",
+            options={"timeout_s": 30},
+            out=out,
+            executor="inline",
+            similarity="lexical",
+            bootstrap=10,
+        )
     )
     record = json.loads((out / "trajectories.jsonl").read_text().splitlines()[0])
     assert any("replayed on the episode with origin 'code'" in n for n in record["outcome"]["notes"])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from shoparena.agents.config import EvalConfig
 from shoparena.agents.runner import run_eval
 from shoparena.cli import app
 from shoparena.problems.generator import ProblemGenerator
@@ -32,15 +33,17 @@ def records(out: Path) -> list[tuple[int, dict]]:
 
 def eval_inline(catalog_dir, problems_file, miner: str, out: Path) -> list[tuple[int, dict]]:
     run_eval(
-        catalog_dir,
-        problems_file,
-        f"file:{MINERS / miner}",
-        {"timeout_s": 60},
-        out,
-        executor="inline",
-        similarity="lexical",
-        limit=1,
-        n_bootstrap=10,
+        EvalConfig(
+            catalog=catalog_dir,
+            problems=problems_file,
+            agent=f"file:{MINERS / miner}",
+            out=out,
+            timeout=60,
+            executor="inline",
+            similarity="lexical",
+            limit=1,
+            bootstrap=10,
+        )
     )
     return records(out)
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from shoparena.agents.base import AgentRun, ProblemView, make_agent
 from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT, ChatLoop, Completion
-from shoparena.agents.openai_agent import ChatCompletionsClient, _retry_after, make_openai_agent
+from shoparena.agents.openai_agent import ChatCompletionsClient, make_openai_agent, retry_after_seconds
 from shoparena.harness import Episode
 from shoparena.harness.protocols import upstream_system_prompt
 from shoparena.harness.tool_specs import tool_schemas
@@ -332,9 +332,13 @@ def test_backoff_stays_within_the_exponential_envelope(attempt, base, cap):
 
 
 def test_retry_after_reads_seconds_and_http_dates():
-    assert _retry_after("3") == 3.0 and _retry_after(None) is None and _retry_after("soon") is None
-    assert 25 < _retry_after(email.utils.formatdate(time.time() + 30, usegmt=True)) <= 30
-    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") < 0  # in the past: the client then waits 0 s
+    assert (
+        retry_after_seconds("3") == 3.0
+        and retry_after_seconds(None) is None
+        and retry_after_seconds("soon") is None
+    )
+    assert 25 < retry_after_seconds(email.utils.formatdate(time.time() + 30, usegmt=True)) <= 30
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") < 0  # in the past: the client then waits 0 s
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -14,30 +14,21 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, TokenUsage
-from shoparena.agents.executors import (
-    TIMEOUT_ERROR,
-    EpisodeTask,
-    ProcessExecutor,
-    RunnerError,
-    WorkerConfig,
-    make_executor,
-)
-from shoparena.agents.runner import (
-    METRICS_FILE,
-    RUN_FILE,
-    TRAJECTORIES_FILE,
-    read_trajectories,
-    record_answer,
-    run_eval,
-)
-from shoparena.agents.trajectory import JudgeVerdict, TrajectoryRecord
+from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, RunnerError
+from shoparena.agents.config import EvalConfig, WorkerConfig
+from shoparena.agents.episodes import EpisodeTask, record_answer
+from shoparena.agents.executors import TIMEOUT_ERROR, ProcessExecutor, make_executor
+from shoparena.agents.run_dir import METRICS_FILE, RUN_FILE, TRAJECTORIES_FILE, read_trajectories
+from shoparena.agents.runner import run_eval
 from shoparena.cli import app
 from shoparena.harness.episode import Episode
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
+from shoparena.records.trajectory import TokenUsage, TrajectoryRecord
+from shoparena.records.verdict import JudgeVerdict
 from shoparena.scoring.metrics import pass_at_k
 
 cli = CliRunner()
@@ -121,6 +112,12 @@ def run_suite(small_catalog, tmp_path_factory):
     return path, problems, gold
 
 
+def eval_config(catalog, problems, agent: str, out, **fields) -> EvalConfig:
+    """These tests' config: inline, lexical similarity and no bootstrap unless a test says otherwise."""
+    defaults = {"executor": "inline", "similarity": "lexical", "bootstrap": 0}
+    return EvalConfig(catalog=catalog, problems=problems, agent=agent, out=out, **{**defaults, **fields})
+
+
 def _strip_volatile(record: TrajectoryRecord) -> dict:
     data = record.model_dump(mode="json")
     for key in ("record_id", "run_id", "timings"):
@@ -145,14 +142,14 @@ def test_every_episode_becomes_one_full_record(small_catalog_dir, run_suite, tmp
     path, problems, gold = run_suite
     half = {pid: ids for i, (pid, ids) in enumerate(gold.items()) if i % 2 == 0}
     result = run_eval(
-        small_catalog_dir,
-        path,
-        "double:half",
-        {"gold": half, "always_gold": True},
-        tmp_path / "run",
-        executor="inline",
-        similarity="lexical",
-        n_bootstrap=50,
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:half",
+            tmp_path / "run",
+            options={"gold": half, "always_gold": True},
+            bootstrap=50,
+        )
     )
     records = _records(tmp_path / "run")
     assert len(records) == len(problems) == result.episodes_run
@@ -171,7 +168,7 @@ def test_every_episode_becomes_one_full_record(small_catalog_dir, run_suite, tmp
         assert record.outcome.terminated == "success" and record.outcome.steps_used == len(names)
         assert record.usage.completion_tokens == 5
         assert record.scoring_pipeline_version == "rules-1" and record.scoring_mode == "upstream"
-        assert record.score["success"] == (record.key[0] in half)
+        assert record.score.success == (record.key[0] in half)
         assert record.timings.wall_s >= record.timings.tool_s > 0
     metrics = result.metrics
     assert metrics["headline"]["asr"]["value"] == pytest.approx(len(half) / len(problems))
@@ -183,9 +180,10 @@ def test_every_episode_becomes_one_full_record(small_catalog_dir, run_suite, tmp
 def test_api_keys_never_reach_run_json(small_catalog_dir, run_suite, tmp_path):
     path, _, _ = run_suite
     run_eval(
-        small_catalog_dir, path, "double:x", {"api_key": "sk-secret-123"}, tmp_path / "r",
-        executor="inline", similarity="lexical", n_bootstrap=0, limit=1,
-    )  # fmt: skip
+        eval_config(
+            small_catalog_dir, path, "double:x", tmp_path / "r", options={"api_key": "sk-secret-123"}, limit=1
+        )
+    )
     for name in (RUN_FILE, METRICS_FILE, TRAJECTORIES_FILE):
         assert b"sk-secret-123" not in (tmp_path / "r" / name).read_bytes()
     assert orjson.loads((tmp_path / "r" / RUN_FILE).read_bytes())["agent_options"] == {
@@ -199,24 +197,23 @@ def test_api_keys_never_reach_run_json(small_catalog_dir, run_suite, tmp_path):
 def test_resume_after_limited_run_has_no_duplicates_or_gaps(small_catalog_dir, run_suite, tmp_path):
     path, problems, _ = run_suite
     out = tmp_path / "run"
-    common = dict(executor="inline", similarity="lexical", n_bootstrap=0, samples=2)
-    first = run_eval(small_catalog_dir, path, "double:r", {}, out, limit=4, **common)
+    common = dict(samples=2)
+    first = run_eval(eval_config(small_catalog_dir, path, "double:r", out, limit=4, **common))
     assert first.episodes_run == 8
-    second = run_eval(small_catalog_dir, path, "double:r", {}, out, **common)
+    second = run_eval(eval_config(small_catalog_dir, path, "double:r", out, **common))
     assert second.episodes_resumed == 8 and second.episodes_run == 2 * len(problems) - 8
     keys = [r.key for r in _records(out)]
     assert len(keys) == len(set(keys)) == 2 * len(problems)
     assert set(keys) == {(p.problem_id, s) for p in problems for s in range(2)}
     assert len({r.run_id for r in _records(out)}) == 1
-    third = run_eval(small_catalog_dir, path, "double:r", {}, out, **common)
+    third = run_eval(eval_config(small_catalog_dir, path, "double:r", out, **common))
     assert third.episodes_run == 0 and third.metrics["counts"]["episodes"] == 2 * len(problems)
 
 
 def test_resume_repairs_a_line_cut_short_by_an_interrupted_run(small_catalog_dir, run_suite, tmp_path):
     path, problems, _ = run_suite
     out = tmp_path / "run"
-    common = dict(executor="inline", similarity="lexical", n_bootstrap=0)
-    run_eval(small_catalog_dir, path, "double:t", {}, out, **common)
+    run_eval(eval_config(small_catalog_dir, path, "double:t", out))
     trajectories = out / TRAJECTORIES_FILE
     data = trajectories.read_bytes()
     lines = data.splitlines(keepends=True)
@@ -224,7 +221,7 @@ def test_resume_repairs_a_line_cut_short_by_an_interrupted_run(small_catalog_dir
     trajectories.write_bytes(data[: len(data) - len(lines[-1]) // 2])  # a write killed mid-line
     log = read_trajectories(trajectories)
     assert log.truncated_tail and len(log.records) == len(problems) - 1
-    result = run_eval(small_catalog_dir, path, "double:t", {}, out, **common)
+    result = run_eval(eval_config(small_catalog_dir, path, "double:t", out))
     assert result.dropped_partial_line and result.episodes_run == 1
     for raw in trajectories.read_bytes().splitlines():
         orjson.loads(raw)  # every line whole again
@@ -235,30 +232,21 @@ def test_resume_repairs_a_line_cut_short_by_an_interrupted_run(small_catalog_dir
 def test_a_bad_line_in_the_middle_is_corruption_not_a_cut(small_catalog_dir, run_suite, tmp_path):
     path, _, _ = run_suite
     out = tmp_path / "run"
-    run_eval(small_catalog_dir, path, "double:c", {}, out, executor="inline", similarity="lexical", limit=3)
+    run_eval(eval_config(small_catalog_dir, path, "double:c", out, limit=3))
     lines = (out / TRAJECTORIES_FILE).read_bytes().splitlines(keepends=True)
     (out / TRAJECTORIES_FILE).write_bytes(lines[0] + b'{"not": "a record"}\n' + b"".join(lines[1:]))
     with pytest.raises(RunnerError, match=r"trajectories.jsonl:2: not a trajectory record"):
-        run_eval(small_catalog_dir, path, "double:c", {}, out, executor="inline", similarity="lexical")
+        run_eval(eval_config(small_catalog_dir, path, "double:c", out))
 
 
 def test_resume_refuses_a_different_configuration(small_catalog_dir, run_suite, tmp_path):
     path, _, _ = run_suite
     out = tmp_path / "run"
-    run_eval(small_catalog_dir, path, "double:a", {}, out, executor="inline", similarity="lexical", limit=2)
+    run_eval(eval_config(small_catalog_dir, path, "double:a", out, limit=2))
     with pytest.raises(RunnerError, match=r"different configuration.*mode: 'upstream' before, 'strict' now"):
-        run_eval(
-            small_catalog_dir,
-            path,
-            "double:a",
-            {},
-            out,
-            executor="inline",
-            similarity="lexical",
-            mode="strict",
-        )
+        run_eval(eval_config(small_catalog_dir, path, "double:a", out, mode="strict"))
     with pytest.raises(RunnerError, match="agent_spec"):
-        run_eval(small_catalog_dir, path, "double:b", {}, out, executor="inline", similarity="lexical")
+        run_eval(eval_config(small_catalog_dir, path, "double:b", out))
 
 
 # -- pass@k ---------------------------------------------------------------------------------------
@@ -273,15 +261,23 @@ def test_pass_at_k_through_the_runner_matches_hand_computed_values(small_catalog
         chosen[2].problem_id: [True, True, True],  # c = 3
     }
     result = run_eval(
-        small_catalog_dir, path, "double:k", {"gold": gold, "plan": plan}, tmp_path / "run",
-        samples=3, limit=3, executor="inline", similarity="lexical", n_bootstrap=100,
-    )  # fmt: skip
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:k",
+            tmp_path / "run",
+            options={"gold": gold, "plan": plan},
+            samples=3,
+            limit=3,
+            bootstrap=100,
+        )
+    )
     by_k = {item["k"]: item["value"]["value"] for item in result.metrics["pass_at_k"]}
     assert by_k[1] == pytest.approx((0 + 1 / 3 + 1) / 3)
     assert by_k[2] == pytest.approx((0 + (1 - 1 / 3) + 1) / 3)  # 1 − C(2,2)/C(3,2) for c = 1
     assert by_k[3] == pytest.approx((0 + 1 + 1) / 3)
     assert result.metrics["headline"]["asr"]["value"] == pytest.approx(4 / 9)
-    successes = {(r.key, r.score["success"]) for r in _records(tmp_path / "run")}
+    successes = {(r.key, r.score.success) for r in _records(tmp_path / "run")}
     assert ((chosen[1].problem_id, 1), True) in successes and ((chosen[1].problem_id, 0), False) in successes
     for item in result.metrics["pass_at_k"]:
         value = item["value"]
@@ -307,15 +303,23 @@ def test_a_slow_episode_times_out_and_the_worker_recovers(small_catalog_dir, run
     path, problems, gold = run_suite
     slow = problems[1].problem_id
     result = run_eval(
-        small_catalog_dir, path, "double:slow", {"gold": gold, "always_gold": True, "sleep_s": {slow: 30}},
-        tmp_path / "run", limit=4, executor=executor, workers=1, episode_timeout_s=1.0,
-        similarity="lexical", n_bootstrap=0,
-    )  # fmt: skip
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:slow",
+            tmp_path / "run",
+            options={"gold": gold, "always_gold": True, "sleep_s": {slow: 30}},
+            limit=4,
+            executor=executor,
+            workers=1,
+            timeout=1.0,
+        )
+    )
     records = {r.problem.problem_id: r for r in _records(tmp_path / "run")}
     assert len(records) == 4
-    assert records[slow].outcome.error == TIMEOUT_ERROR and records[slow].score["success"] is False
+    assert records[slow].outcome.error == TIMEOUT_ERROR and records[slow].score.success is False
     assert [c.name for c in records[slow].calls] == ["find_product"]  # the partial trace is kept
-    assert all(r.score["success"] for pid, r in records.items() if pid != slow)
+    assert all(r.score.success for pid, r in records.items() if pid != slow)
     assert result.metrics["counts"]["errors_by_kind"] == {TIMEOUT_ERROR: 1}
     assert result.metrics["headline"]["asr"]["value"] == pytest.approx(3 / 4)
     assert result.wall_s < 20
@@ -336,23 +340,34 @@ def test_a_worker_the_alarm_cannot_reach_is_killed_and_replaced(small_catalog_di
     with ProcessExecutor(config, workers=1) as pool:
         pool.start()
         started = time.monotonic()
-        results = {r.problem_id: r for r in pool.run(tasks)}
+        results = {o.digest.answer.problem_id: o for o in pool.run(tasks)}
         assert time.monotonic() - started < 15
         assert pool.replaced == 1
-    assert results[stuck].error == TIMEOUT_ERROR
-    assert all(results[p.problem_id].error is None for p in problems[1:3])
-    assert all(results[p.problem_id].terminated == "success" for p in problems[1:3])
+    records = {
+        pid: TrajectoryRecord.model_validate_json(o.body[:-1] + b',"score":{}}') for pid, o in results.items()
+    }
+    assert results[stuck].digest.error == TIMEOUT_ERROR == records[stuck].outcome.error
+    assert all(results[p.problem_id].digest.error is None for p in problems[1:3])
+    assert all(records[p.problem_id].outcome.terminated == "success" for p in problems[1:3])
 
 
 def test_an_agent_that_raises_fails_its_episode_only(small_catalog_dir, run_suite, tmp_path):
     path, problems, gold = run_suite
     bad = problems[2].problem_id
     result = run_eval(
-        small_catalog_dir, path, "double:crash", {"gold": gold, "always_gold": True, "crash_on": [bad]},
-        tmp_path / "run", limit=4, executor="process", workers=1, similarity="lexical", n_bootstrap=0,
-    )  # fmt: skip
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:crash",
+            tmp_path / "run",
+            options={"gold": gold, "always_gold": True, "crash_on": [bad]},
+            limit=4,
+            executor="process",
+            workers=1,
+        )
+    )
     records = {r.problem.problem_id: r for r in _records(tmp_path / "run")}
-    assert "scripted crash" in records[bad].outcome.error and not records[bad].score["success"]
+    assert "scripted crash" in records[bad].outcome.error and not records[bad].score.success
     assert result.metrics["counts"]["errors"] == 1
     assert result.metrics["headline"]["asr"]["value"] == pytest.approx(3 / 4)
 
@@ -362,13 +377,17 @@ def test_an_unbuildable_agent_is_a_clear_error(small_catalog_dir, run_suite, tmp
     for executor in ("inline", "process"):
         with pytest.raises(RunnerError, match=r"agent 'double:x' could not be built: .*unexpected keyword"):
             run_eval(
-                small_catalog_dir, path, "double:x", {"no_such_option": 1}, tmp_path / executor,
-                executor=executor, similarity="lexical",
-            )  # fmt: skip
-    with pytest.raises(RunnerError, match="KIND:TARGET"):
-        run_eval(
-            small_catalog_dir, path, "double", {}, tmp_path / "y", executor="inline", similarity="lexical"
-        )
+                eval_config(
+                    small_catalog_dir,
+                    path,
+                    "double:x",
+                    tmp_path / executor,
+                    options={"no_such_option": 1},
+                    executor=executor,
+                )
+            )
+    with pytest.raises(ValidationError, match="KIND:TARGET"):
+        eval_config(small_catalog_dir, path, "double", tmp_path / "y")
 
 
 # -- executors agree ------------------------------------------------------------------------------
@@ -381,9 +400,18 @@ def test_a_two_worker_pool_writes_the_same_records_as_inline(small_catalog_dir, 
     for executor, workers in (("inline", 1), ("process", 2)):
         out = tmp_path / executor
         run_eval(
-            small_catalog_dir, path, "double:same", {"gold": half, "always_gold": True}, out,
-            samples=2, executor=executor, workers=workers, similarity="lexical", n_bootstrap=200,
-        )  # fmt: skip
+            eval_config(
+                small_catalog_dir,
+                path,
+                "double:same",
+                out,
+                options={"gold": half, "always_gold": True},
+                samples=2,
+                executor=executor,
+                workers=workers,
+                bootstrap=200,
+            )
+        )
         runs[executor] = out
     inline = {r.key: _strip_volatile(r) for r in _records(runs["inline"])}
     pooled = {r.key: _strip_volatile(r) for r in _records(runs["process"])}
@@ -416,9 +444,16 @@ def test_judge_verdicts_are_recorded_and_scale_the_final_score(small_catalog_dir
         )
 
     result = run_eval(
-        small_catalog_dir, path, "double:j", {"gold": gold, "always_gold": True}, tmp_path / "run",
-        limit=4, executor="inline", similarity="lexical", judge=quality_judge, n_bootstrap=0,
-    )  # fmt: skip
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:j",
+            tmp_path / "run",
+            options={"gold": gold, "always_gold": True},
+            limit=4,
+        ),
+        judge=quality_judge,
+    )
     assert len(seen) == 4 and all(a == b for a, b in seen)
     assert all(r.judge is not None and r.judge.quality == 0.5 for r in _records(tmp_path / "run"))
     judge = result.metrics["judge"]
@@ -435,10 +470,17 @@ def test_metrics_agree_with_the_score_command(small_catalog_dir, run_suite, tmp_
     some = {pid: ids for i, (pid, ids) in enumerate(gold.items()) if i % 2 == 1}
     slow = problems[0].problem_id
     result = run_eval(
-        small_catalog_dir, path, "double:agree", {"gold": some, "always_gold": True, "sleep_s": {slow: 5}},
-        tmp_path / "run", mode=mode, executor="inline", similarity="lexical", episode_timeout_s=0.5,
-        n_bootstrap=300,
-    )  # fmt: skip
+        eval_config(
+            small_catalog_dir,
+            path,
+            "double:agree",
+            tmp_path / "run",
+            options={"gold": some, "always_gold": True, "sleep_s": {slow: 5}},
+            mode=mode,
+            timeout=0.5,
+            bootstrap=300,
+        )
+    )
     answers = tmp_path / "answers.jsonl"
     answers.write_bytes(
         b"".join(
@@ -475,15 +517,16 @@ def test_an_interrupted_pool_run_resumes_without_duplicates(small_catalog_dir, r
         if state.done == 3:
             raise KeyboardInterrupt
 
-    common = dict(executor="process", workers=2, similarity="lexical", n_bootstrap=0)
+    common = dict(executor="process", workers=2)
     with pytest.raises(KeyboardInterrupt):
         run_eval(
-            small_catalog_dir, path, "double:i", {"gold": gold}, out, progress=interrupt_after_three, **common
+            eval_config(small_catalog_dir, path, "double:i", out, options={"gold": gold}, **common),
+            progress=interrupt_after_three,
         )
     assert orjson.loads((out / RUN_FILE).read_bytes())["status"] == "interrupted"
     assert not (out / METRICS_FILE).exists()
     assert len(_records(out)) == 3
-    result = run_eval(small_catalog_dir, path, "double:i", {"gold": gold}, out, **common)
+    result = run_eval(eval_config(small_catalog_dir, path, "double:i", out, options={"gold": gold}, **common))
     assert result.episodes_resumed == 3 and result.episodes_run == len(problems) - 3
     keys = [r.key for r in _records(out)]
     assert sorted(keys) == sorted((p.problem_id, 0) for p in problems)
@@ -495,8 +538,16 @@ def test_ray_executor_runs_the_same_episodes(small_catalog_dir, run_suite, tmp_p
     runs = {}
     for executor in ("inline", "ray"):
         run_eval(
-            small_catalog_dir, path, "double:ray", {"gold": gold, "always_gold": True}, tmp_path / executor,
-            limit=4, executor=executor, workers=1, similarity="lexical", n_bootstrap=0,
-        )  # fmt: skip
+            eval_config(
+                small_catalog_dir,
+                path,
+                "double:ray",
+                tmp_path / executor,
+                options={"gold": gold, "always_gold": True},
+                limit=4,
+                executor=executor,
+                workers=1,
+            )
+        )
         runs[executor] = {r.key: _strip_volatile(r) for r in _records(tmp_path / executor)}
     assert runs["inline"] == runs["ray"] and len(runs["ray"]) == 4

@@ -54,6 +54,13 @@ def test_eval_judges_offline_and_reports_the_gate_distribution(small_catalog, sm
     assert sum(judge["gate_distribution"].values()) == 6
     assert "deciding gate" in (out / "report.md").read_text()
     assert "deciding gate" in (out / "report.html").read_text()
+    # `shoparena judge` over the same records reports the very same summary (one function, one rounding)
+    judged = runner.invoke(
+        app,
+        ["judge", "--input", str(out / "trajectories.jsonl"), "--out", str(tmp_path / "j.jsonl"), "--json"],
+    )
+    assert judged.exit_code == 0, judged.output
+    assert json.loads(judged.stdout)["summary"] == judge
 
 
 def test_pipeline_agent_is_judged_as_not_reasoning(small_catalog, small_catalog_dir, tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from shoparena.agents.config import EvalConfig
 from shoparena.agents.runner import run_eval
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.judge.offline import OfflineJudge
@@ -38,14 +39,16 @@ def runs(tmp_path_factory) -> Runs:
     judge = OfflineJudge()
     for kind in ("agentic", "pipeline"):
         run_eval(
-            catalog,
-            problems_path,
-            f"reference:{kind}",
-            out_dir=root / f"run_{kind}",
-            executor="inline",
-            similarity="lexical",
+            EvalConfig(
+                catalog=catalog,
+                problems=problems_path,
+                agent=f"reference:{kind}",
+                out=root / f"run_{kind}",
+                executor="inline",
+                similarity="lexical",
+                bootstrap=10,
+            ),
             judge=lambda record, problem: judge(record, problem),
-            n_bootstrap=10,
         )
     return Runs(root, catalog, problems_path)
 

@@ -14,13 +14,13 @@ from shoparena.harness import (
     DEFAULT_STEP_CAPS,
     PROFILES,
     TOOL_SPECS,
-    CallRecord,
     Episode,
     EpisodeSummary,
     ProfileError,
     tool_schemas,
 )
 from shoparena.problems.models import Problem
+from shoparena.records.calls import CallRecord
 
 
 def test_profiles_hold_the_spec_tools():

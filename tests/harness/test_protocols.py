@@ -17,7 +17,9 @@ from shoparena.harness import (
     ParsedCall,
     ParsedTurn,
     Qwen3Protocol,
+    canonical_protocol,
     get_protocol,
+    protocol_spellings,
     tool_schemas,
 )
 
@@ -270,6 +272,16 @@ def test_get_protocol():
     assert set(PROTOCOLS) == {"openai", "upstream", "qwen3"}
     with pytest.raises(ValueError, match="unknown protocol"):
         get_protocol("xml")
+
+
+def test_every_spelling_resolves_through_the_one_registry():
+    assert get_protocol("tags") is UPSTREAM and get_protocol("qwen") is QWEN3
+    assert protocol_spellings() == ["openai", "upstream", "qwen3", "tags", "qwen"]
+    assert [canonical_protocol(s) for s in protocol_spellings()] == [
+        "openai", "upstream", "qwen3", "upstream", "qwen3"
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match=r"use one of openai, upstream \(or tags\), qwen3 \(or qwen\)"):
+        canonical_protocol("Tags")
 
 
 # -- render → parse round trip ----------------------------------------------------------------------------

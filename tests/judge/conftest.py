@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from shoparena.agents.base import TokenUsage
-from shoparena.agents.trajectory import (
+from shoparena.harness.episode import Episode
+from shoparena.index.catalog_dir import build_synthetic, open_catalog
+from shoparena.records.trajectory import (
     AgentInfo,
     HarnessInfo,
     Outcome,
     ProblemInfo,
     Timings,
+    TokenUsage,
     TrajectoryRecord,
 )
-from shoparena.harness.episode import Episode
-from shoparena.index.catalog_dir import build_synthetic, open_catalog
 
 QUERY = "wireless earbuds for my commute"
 SEARCH = {"q": "wireless earbuds"}

@@ -10,9 +10,10 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from shoparena.agents.trajectory import TrajectoryRecord
 from shoparena.cli import app
 from shoparena.judge import OfflineJudge, judge_file
+from shoparena.records.score import ScoreSummary
+from shoparena.records.trajectory import TrajectoryRecord
 from tests.judge.conftest import build_trace
 from tests.judge.loopback import ScriptedServer, verdict_text
 
@@ -26,7 +27,7 @@ def trajectories(judge_catalog, tmp_path_factory) -> Path:
     for i, quality in enumerate(QUALITIES):
         record = build_trace(judge_catalog, quality)
         record = record.model_copy(
-            update={"record_id": f"r{i}", "sample": i, "score": {"success": quality >= 0.5}}
+            update={"record_id": f"r{i}", "sample": i, "score": ScoreSummary(success=quality >= 0.5)}
         )
         lines.append(orjson.dumps(record.model_dump(mode="json")))
         if i == 1:

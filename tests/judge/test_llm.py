@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shoparena.judge import JudgeCallFailed, JudgeCircuitOpen, LLMJudge, OfflineJudge, make_judge
-from shoparena.judge.gates import ANALYSES_RESULTS, CITES_DATUM, PASSED, REASONED
+from shoparena.records.verdict import ANALYSES_RESULTS, CITES_DATUM, PASSED, REASONED
 from tests.judge.conftest import Scenario, build_trace, fresh_words
 from tests.judge.loopback import ScriptedServer, verdict_text
 

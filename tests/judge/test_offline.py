@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from shoparena.agents.base import TokenUsage
 from shoparena.judge import OfflineJudge, RuleSettings, judge_record, make_judge
-from shoparena.judge.gates import ANALYSES_RESULTS, CITES_DATUM, COMPARES_CANDIDATES, PASSED, REASONED
 from shoparena.judge.trace import read_trace
+from shoparena.records.trajectory import TokenUsage
+from shoparena.records.verdict import ANALYSES_RESULTS, CITES_DATUM, COMPARES_CANDIDATES, PASSED, REASONED
 from tests.judge.conftest import Scenario, build_trace, fresh_words
 
 EXPECTED_GATE = {

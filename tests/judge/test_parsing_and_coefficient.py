@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoparena.agents.trajectory import JudgeVerdict
-from shoparena.judge import mean_quality, summarize_verdicts
 from shoparena.judge.jsonrepair import last_json_object, repair_truncated
 from shoparena.judge.prompt import UnparseableVerdict, parse_claim
+from shoparena.records.verdict import JudgeVerdict
+from shoparena.scoring.judge_summary import mean_quality, summarize_verdicts
 from shoparena.scoring.metrics import arena_final_score, judge_coefficient
 
 QUALITIES = [0.1, 0.3, 0.5, 0.7, 0.9]

@@ -159,7 +159,7 @@ def test_eval_flag_errors_are_clear(small_catalog_dir, problems_file, tmp_path):
     result = cli.invoke(app, [*base, "--agent", "reference:nope", "--quiet", "--similarity", "lexical"])
     assert result.exit_code == 2 and "could not be built" in result.output
     result = cli.invoke(app, [*base, "--agent", "reference:pipeline", "--mode", "lenient", "--quiet"])
-    assert result.exit_code == 2 and "mode must be one of" in result.output
+    assert result.exit_code == 2 and "'lenient' is not one of 'upstream'" in result.output
 
 
 def test_html_escapes_run_names(two_runs, tmp_path):

@@ -19,18 +19,18 @@ import psycopg
 import pytest
 
 from shoparena import __version__
-from shoparena.agents.base import TokenUsage
-from shoparena.agents.trajectory import (
+from shoparena.harness.episode import Episode, load_shops
+from shoparena.problems.generator import ProblemGenerator
+from shoparena.records.trajectory import (
     AgentInfo,
     HarnessInfo,
-    JudgeVerdict,
     Outcome,
     ProblemInfo,
     Timings,
+    TokenUsage,
     TrajectoryRecord,
 )
-from shoparena.harness.episode import Episode, load_shops
-from shoparena.problems.generator import ProblemGenerator
+from shoparena.records.verdict import JudgeVerdict
 from shoparena.scoring import RuleScorer, make_similarity
 from shoparena.store import open_store
 
@@ -118,8 +118,9 @@ def assemble(problem, index, episode, scorer, *, run_id, sample, agent, started_
         steps=episode.steps_used,
         terminated=episode.terminated is not None,
     )
-    summary = score.summary()
-    summary.update(format_ok=True, steps=episode.steps_used, terminated=episode.terminated is not None)
+    summary = score.summary().model_copy(
+        update={"format_ok": True, "steps": episode.steps_used, "terminated": episode.terminated is not None}
+    )
     return TrajectoryRecord(
         record_id=TrajectoryRecord.make_id(run_id, problem.problem_id, sample),
         run_id=run_id,

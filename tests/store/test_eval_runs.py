@@ -6,10 +6,12 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from shoparena.agents.runner import TRAJECTORIES_FILE, run_eval
-from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.agents.config import EvalConfig
+from shoparena.agents.run_dir import TRAJECTORIES_FILE
+from shoparena.agents.runner import run_eval
 from shoparena.judge import make_judge
 from shoparena.problems.generator import ProblemGenerator
+from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store import RecordFilter, open_store
 from shoparena.store.demo import store_runs
 from shoparena.store.records import canonical_bytes
@@ -34,14 +36,15 @@ def run_dirs(small_catalog, small_catalog_dir, tmp_path_factory):
         judge = make_judge("offline")
         try:
             run_eval(
-                small_catalog_dir,
-                problems,
-                f"reference:{variant}",
-                {},
-                run_dir,
-                samples=2,
-                executor="inline",
-                similarity="lexical",
+                EvalConfig(
+                    catalog=small_catalog_dir,
+                    problems=problems,
+                    agent=f"reference:{variant}",
+                    out=run_dir,
+                    samples=2,
+                    executor="inline",
+                    similarity="lexical",
+                ),
                 judge=judge,
             )
         finally:
@@ -62,7 +65,7 @@ def test_export_returns_the_runners_bytes(store, run_dirs, tmp_path):
     assert [r.record_id for r in store.records(RecordFilter(success=True))] == [
         r.record_id
         for r in map(TrajectoryRecord.model_validate_json, canonical_lines(run_dirs).splitlines())
-        if r.score["success"]
+        if r.score.success
     ]
     stats = store.stats()
     assert {g.key for g in stats.by_agent} == {r.agent.agent_id for r in store.records()}

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store import RecordConflictError, RecordFilter, StoreError
 from shoparena.store.records import canonical_bytes
 from tests.store.conftest import copies, write_jsonl
@@ -34,7 +34,9 @@ def test_changed_content_under_a_stored_id_is_a_conflict_not_an_overwrite(store,
     original = records[3]
     assert store.add(original) is True
     assert store.add(original) is False
-    tampered = original.model_copy(update={"score": {**original.score, "success": True, "rule": 1.0}})
+    tampered = original.model_copy(
+        update={"score": original.score.model_copy(update={"success": True, "rule": 1.0})}
+    )
     report = store.ingest([tampered, records[4]])
     assert (report.inserted, report.conflicts, report.rejected) == (1, 1, 1)
     conflict = report.rejects[0]
@@ -49,7 +51,9 @@ def test_changed_content_under_a_stored_id_is_a_conflict_not_an_overwrite(store,
 
 def test_conflicts_inside_one_batch_keep_the_first(store, records):
     original = records[5]
-    tampered = original.model_copy(update={"sample": 0, "score": {**original.score, "rule": 0.123}})
+    tampered = original.model_copy(
+        update={"sample": 0, "score": original.score.model_copy(update={"rule": 0.123})}
+    )
     report = store.ingest([original, tampered])
     assert (report.inserted, report.conflicts) == (1, 1)
     assert store.get(original.record_id) == original
@@ -167,7 +171,7 @@ def test_a_rival_ingester_between_lookup_and_insert_is_classified_not_overwritte
 
     mine = records[:6]
     rival_same = records[0]
-    rival_other = records[1].model_copy(update={"score": {**records[1].score, "rule": 0.5}})
+    rival_other = records[1].model_copy(update={"score": records[1].score.model_copy(update={"rule": 0.5})})
     real_lookup = ingest._stored_hashes
     calls = []
 

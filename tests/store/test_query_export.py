@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shoparena.agents.trajectory import TrajectoryRecord
+from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store import RecordFilter, StoreError, StoreIntegrityError, UnknownRecordError
 from shoparena.store.export import verified_record_bytes
 from shoparena.store.records import canonical_bytes
@@ -20,7 +20,7 @@ from tests.store.conftest import AGENTS, EPOCH
 def matches(record: TrajectoryRecord, where: RecordFilter, invalidated: set[str]) -> bool:
     """The oracle: what each filter means, written against the record model."""
     started = datetime.fromisoformat(record.timings.started_at)
-    rule = record.score.get("rule")
+    rule = record.score.rule
     quality = record.judge.quality if record.judge else None
     checks = [
         where.agent is None or where.agent in (record.agent.agent_id, record.agent.spec),
@@ -29,7 +29,7 @@ def matches(record: TrajectoryRecord, where: RecordFilter, invalidated: set[str]
         where.suite is None or where.suite == record.problem.suite,
         where.bucket is None or where.bucket == record.problem.bucket,
         where.run is None or where.run == record.run_id,
-        where.success is None or where.success == record.score.get("success"),
+        where.success is None or where.success == record.score.success,
         where.since is None or started >= where.since,
         where.until is None or started < where.until,
         where.min_rule is None or (rule is not None and rule >= where.min_rule),
@@ -74,7 +74,7 @@ def filters(records):
 
 def test_filters_select_exactly_what_the_oracle_selects(filled, records):
     store, invalidated = filled
-    assert len({r.score["success"] for r in records}) == 2, "the fixture should hold successes and failures"
+    assert len({r.score.success for r in records}) == 2, "the fixture should hold successes and failures"
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(where=filters(records))
@@ -151,7 +151,7 @@ def test_export_pages_through_results_with_bounded_reads(store, records, tmp_pat
     out = tmp_path / "paged.jsonl"
     progress = []
     written = export_jsonl(store.engine, RecordFilter(success=False), out, progress.append, page=5)
-    expected = [r for r in records if r.score["success"] is False]
+    expected = [r for r in records if r.score.success is False]
     assert written == len(expected) == sum(progress)
     assert out.read_bytes() == b"".join(canonical_bytes(r) + b"\n" for r in expected)
 
@@ -177,8 +177,8 @@ def test_parquet_export_is_readable_with_pyarrow(filled, records, tmp_path):
     assert [row["record_id"] for row in rows] == [r.record_id for r in expected]
     for row, record in zip(rows, expected, strict=True):
         assert row["record"].encode() == canonical_bytes(record)
-        assert row["rule_score"] == pytest.approx(record.score["rule"])
-        assert row["success"] is record.score["success"]
+        assert row["rule_score"] == pytest.approx(record.score.rule)
+        assert row["success"] is record.score.success
         assert row["judge_quality"] == (record.judge.quality if record.judge else None)
         assert row["created_at"] == datetime.fromisoformat(record.timings.started_at)
         assert row["invalidated"] is (record.record_id in invalidated)
@@ -205,9 +205,9 @@ def test_stats(filled, records):
     for agent in AGENTS:
         mine = [r for r in live if r.agent.agent_id == agent.agent_id]
         assert by_agent[agent.agent_id].evaluations == len(mine)
-        assert by_agent[agent.agent_id].successes == sum(r.score["success"] for r in mine)
+        assert by_agent[agent.agent_id].successes == sum(r.score.success for r in mine)
         assert by_agent[agent.agent_id].mean_rule == pytest.approx(
-            sum(r.score["rule"] for r in mine) / len(mine)
+            sum(r.score.rule for r in mine) / len(mine)
         )
     assert sum(g.evaluations for g in stats.by_bucket) == 22
     assert {g.key for g in stats.by_suite} == {None, "qualifying"}

@@ -68,10 +68,9 @@ def test_updates_and_deletes_of_evaluations_fail_in_the_database(store, records,
     with pytest.raises(Exception, match="append-only"):
         raw_sql(store, statement.format(id=record.record_id))
     assert store.count() == 4
-    assert (
-        raw_scalar(store, f"SELECT rule_score FROM evaluations WHERE record_id = '{record.record_id}'")
-        == (record.score["rule"])
-    )
+    assert raw_scalar(
+        store, f"SELECT rule_score FROM evaluations WHERE record_id = '{record.record_id}'"
+    ) == (record.score.rule)
     assert store.get(record.record_id) == record
 
 

@@ -44,7 +44,7 @@ def test_ingest_export_invalidate_stats(store_url, records, tmp_path):
     out = tmp_path / "ok.jsonl"
     result = invoke("store", "export", "--store", store_url, "--success", "--out", out)
     assert result.exit_code == 0, result.output
-    successes = [r for r in records if r.score["success"]]
+    successes = [r for r in records if r.score.success]
     assert out.read_bytes() == b"".join(canonical_bytes(r) + b"\n" for r in successes)
 
     target = records[0]
@@ -74,7 +74,7 @@ def test_ingest_export_invalidate_stats(store_url, records, tmp_path):
         "store", "export", "--include-invalidated", "--failure", "--store", store_url, "--out", out
     )
     assert result.exit_code == 0
-    assert len(out.read_bytes().splitlines()) == sum(1 for r in records if not r.score["success"])
+    assert len(out.read_bytes().splitlines()) == sum(1 for r in records if not r.score.success)
 
     result = invoke("store", "stats", "--store", store_url, "--json")
     stats = orjson.loads(result.stdout)
@@ -89,7 +89,9 @@ def test_conflicting_content_fails_the_command(store_url, records, tmp_path):
     first = tmp_path / "a.jsonl"
     write_jsonl(first, [original])
     tampered = tmp_path / "b.jsonl"
-    write_jsonl(tampered, [original.model_copy(update={"score": {**original.score, "rule": 0.999}})])
+    write_jsonl(
+        tampered, [original.model_copy(update={"score": original.score.model_copy(update={"rule": 0.999})})]
+    )
     assert invoke("store", "ingest", first, "--store", store_url).exit_code == 0
     result = invoke("store", "ingest", tampered, "--store", store_url)
     assert result.exit_code == 1

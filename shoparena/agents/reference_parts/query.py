@@ -9,7 +9,6 @@ once candidates are seen, so `matching.py` reads it against each candidate's own
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -154,8 +153,8 @@ class PriceBound(BaseModel):
 
     def filter_text(self) -> str:
         """The find_product `price` argument for these bounds (inclusive, as the scorer reads them)."""
-        low = _plain(self.low or 0)
-        return f"{low}-{_plain(self.high)}" if self.high is not None else f"{low}-"
+        low = plain_number(self.low or 0)
+        return f"{low}-{plain_number(self.high)}" if self.high is not None else f"{low}-"
 
     def admits(self, price: float) -> bool:
         if self.low is not None and price < self.low:
@@ -164,10 +163,10 @@ class PriceBound(BaseModel):
 
     def describe(self) -> str:
         if self.mode == "between":
-            return f"between {_plain(self.low)} and {_plain(self.high)}"
+            return f"between {plain_number(self.low)} and {plain_number(self.high)}"
         if self.mode == "greater than":
-            return f"at least {_plain(self.low)}"
-        return f"at most {_plain(self.high)}"
+            return f"at least {plain_number(self.low)}"
+        return f"at most {plain_number(self.high)}"
 
 
 class ItemRequest(BaseModel):
@@ -216,12 +215,12 @@ class VoucherTerms(BaseModel):
 
     def describe(self) -> str:
         if self.discount_type == "fixed":
-            off = f"{_plain(self.face_value)} off"
+            off = f"{plain_number(self.face_value)} off"
         else:
-            off = f"{round((self.discount or 0) * 100)}% off capped at {_plain(self.cap)}"
+            off = f"{round((self.discount or 0) * 100)}% off capped at {plain_number(self.cap)}"
         return (
-            f"{self.voucher_type} voucher, {off} from a total of {_plain(self.threshold)}, "
-            f"budget {_plain(self.budget)}"
+            f"{self.voucher_type} voucher, {off} from a total of {plain_number(self.threshold)}, "
+            f"budget {plain_number(self.budget)}"
         )
 
 
@@ -248,7 +247,8 @@ class QueryPlan(BaseModel):
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-def _plain(value: float | None) -> str:
+def plain_number(value: float | None) -> str:
+    """A number as a person writes it in a sentence or a filter: 1200, not 1200.0; 12.5 stays."""
     if value is None:
         return ""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
@@ -432,7 +432,3 @@ def parse_query(query: str, bucket: str = "product", voucher: dict[str, Any] | N
     phrases = [p for p in phrases if p.strip()] or [request_text.strip()]
     items = [parse_item(i, phrase) for i, phrase in enumerate(phrases[:10])]
     return QueryPlan(bucket=bucket, items=items, voucher=terms, list_style=style)
-
-
-def ceil_budget(value: float) -> int:
-    return math.ceil(value)

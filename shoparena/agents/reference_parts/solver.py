@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from shoparena.agents.reference_parts.matching import Candidate, Fit, fit_candidate
-from shoparena.agents.reference_parts.query import ItemRequest, QueryPlan, _plain
+from shoparena.agents.reference_parts.query import ItemRequest, QueryPlan, plain_number
 
 MAX_VIEW_IDS = 12
 """Ids per view_product_information call: enough to compare, small enough to read."""
@@ -292,7 +292,7 @@ class Solver:
             lines.append("All items must come from one shop, so I need shop ids that appear for every item.")
         if self.plan.voucher is not None:
             lines.append(
-                f"The basket must fit the budget of {_plain(self.plan.voucher.budget)} after the voucher, "
+                f"The basket must fit the budget of {plain_number(self.plan.voucher.budget)} after the voucher, "
                 "so prices matter as much as the attributes."
             )
         searches = [c for c in calls if c.name == "find_product"]

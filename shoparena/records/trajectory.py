@@ -1,17 +1,19 @@
 """The canonical trajectory record (SPEC §6): one per evaluated episode, written by the runner and read
 by the judge, the store and the corpus pipeline. This is a public contract: change it only with a new
-`schema_version`.
+`schema_version`. Its JSON (`orjson.dumps(record.model_dump(mode="json"))`) is also the store's
+canonical bytes, so the field order below is part of every stored record's content hash.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shoparena.agents.base import TokenUsage
-from shoparena.harness.models import CallRecord
+from shoparena.records.calls import CallRecord
+from shoparena.records.score import ScoreSummary
+from shoparena.records.verdict import JudgeVerdict
 
 TRAJECTORY_SCHEMA = "shoparena.trajectory/1"
 SCORING_PIPELINE_VERSION = "rules-1"
@@ -63,17 +65,19 @@ class Outcome(BaseModel):
     """What the harness did on the agent's behalf, e.g. a miner's claimed recommendation replayed."""
 
 
-class JudgeVerdict(BaseModel):
-    """The reasoning judge's output for one trajectory (SPEC §7)."""
+class TokenUsage(BaseModel):
+    """What an agent's model calls cost in one episode (zero for agents without a model)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    quality: Literal[0.1, 0.3, 0.5, 0.7, 0.9]
-    gate: str
-    explanation: str
-    cited_spans: list[str] = Field(default_factory=list)
-    judge_model: str
-    judge_version: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_calls: int = 0
+
+    def add(self, prompt: int = 0, completion: int = 0, calls: int = 1) -> None:
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        self.model_calls += calls
 
 
 class Timings(BaseModel):
@@ -104,8 +108,7 @@ class TrajectoryRecord(BaseModel):
     calls: list[CallRecord]
     """The verified call log: every call with its step, result, latency and origin (llm | code)."""
     outcome: Outcome
-    score: dict[str, Any]
-    """`ProblemScore.summary()` of the scorer: success, rule, per-axis ratios, shop, budget …"""
+    score: ScoreSummary
     scoring_mode: str
     scoring_pipeline_version: str = SCORING_PIPELINE_VERSION
     judge: JudgeVerdict | None = None
@@ -121,3 +124,17 @@ class TrajectoryRecord(BaseModel):
     def key(self) -> tuple[str, int]:
         """What resume matches on: the (problem, sample) pair."""
         return self.problem.problem_id, self.sample
+
+
+def invalid_record_reason(exc: Exception, limit: int = 3) -> str:
+    """One line saying why a line is not a trajectory record (pydantic's own message spans many lines):
+    the failing fields, or the JSON error. Every reader of trajectory files reports a bad line so."""
+    if not isinstance(exc, ValidationError):
+        return f"not JSON: {exc}"
+    errors = exc.errors()
+    parts = [
+        f"{'.'.join(str(part) for part in error.get('loc', ())) or 'record'}: {error.get('msg', 'invalid')}"
+        for error in errors[:limit]
+    ]
+    more = len(errors) - limit
+    return "not a trajectory record: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

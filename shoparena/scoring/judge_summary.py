@@ -1,8 +1,9 @@
-"""Judge qualities → q, the coefficient and the arena's final score (SPEC §4).
+"""Judge verdicts → q, the coefficient and the arena's final score (SPEC §4): the one summary both
+`shoparena eval` (metrics.json) and `shoparena judge` report, so the same verdicts read the same.
 
-The arithmetic itself lives in `scoring.metrics` (`judge_coefficient`, `arena_final_score`); this module
-only turns verdicts into q. Qualities are multiples of 0.1, so the mean is rounded to 9 places: a
-float sum like 0.7 + 0.9 + … must not put q a hair under 0.8 and cost full credit.
+The arithmetic itself is `metrics.judge_coefficient` and `metrics.arena_final_score`; this module only
+turns verdicts into q. Qualities are multiples of 0.1, so the mean is rounded to 9 places: a float sum
+like 0.7 + 0.9 + … must not put q a hair under 0.8 and cost full credit.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shoparena.agents.trajectory import JudgeVerdict
-from shoparena.judge.gates import GATES, PASSED
+from shoparena.records.verdict import QUALITY_WHEN_FAILED, JudgeVerdict
 from shoparena.scoring.metrics import arena_final_score, judge_coefficient
+
+QUALITY_LEVELS: tuple[str, ...] = tuple(f"{q:.1f}" for q in sorted(set(QUALITY_WHEN_FAILED.values())))
 
 
 def mean_quality(verdicts: Iterable[JudgeVerdict | None]) -> float | None:
@@ -26,7 +28,7 @@ def mean_quality(verdicts: Iterable[JudgeVerdict | None]) -> float | None:
 
 
 class JudgeSummary(BaseModel):
-    """What `eval` and `judge` report about a run's judging."""
+    """What `eval` (metrics.json's `judge`) and `judge` report about a run's judging."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -34,30 +36,31 @@ class JudgeSummary(BaseModel):
     unjudged: int
     q: float | None
     coeff: float | None
-    gate_distribution: dict[str, int] = Field(default_factory=dict)
-    """first failing gate (or passed) → count, every gate listed."""
-    quality_distribution: dict[str, int] = Field(default_factory=dict)
     final_score: float | None = None
     """success_rate × coeff, when a success rate was given."""
+    quality_distribution: dict[str, int] = Field(default_factory=dict)
+    """quality level → count, every level listed."""
+    gate_distribution: dict[str, int] = Field(default_factory=dict)
+    """first failing gate (or passed) → count, every gate listed in the decision tree's order."""
 
 
 def summarize_verdicts(
     verdicts: Iterable[JudgeVerdict | None], success_rate: float | None = None
 ) -> JudgeSummary:
+    """`verdicts` holds one entry per episode, None for an unjudged one."""
     verdicts = list(verdicts)
     judged = [v for v in verdicts if v is not None]
     q = mean_quality(judged)
-    coeff = judge_coefficient(q) if q is not None else None
     gates = Counter(v.gate for v in judged)
     qualities = Counter(f"{v.quality:.1f}" for v in judged)
     return JudgeSummary(
         judged=len(judged),
         unjudged=len(verdicts) - len(judged),
         q=q,
-        coeff=coeff,
-        gate_distribution={gate: gates.get(gate, 0) for gate in (*GATES, PASSED)},
-        quality_distribution={f"{x:.1f}": qualities.get(f"{x:.1f}", 0) for x in (0.1, 0.3, 0.5, 0.7, 0.9)},
+        coeff=judge_coefficient(q) if q is not None else None,
         final_score=arena_final_score(success_rate, q)
         if q is not None and success_rate is not None
         else None,
+        quality_distribution={level: qualities.get(level, 0) for level in QUALITY_LEVELS},
+        gate_distribution={gate: gates.get(gate, 0) for gate in QUALITY_WHEN_FAILED},
     )

@@ -1,0 +1,176 @@
+"""The run directory: its files, its lock, and reading and writing each of them.
+
+`run.json` (the `RunConfig`, so a resume under a different configuration is refused),
+`trajectories.jsonl` (one `TrajectoryRecord` per finished episode, appended and flushed by the parent
+only), `metrics.json`, and `run.lock`, which an eval holds for as long as it runs: two evals appending
+to one trajectories file would interleave records of two run ids.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from shoparena.agents.base import RunnerError
+from shoparena.agents.config import RunConfig
+from shoparena.records.score import ScoreSummary
+from shoparena.records.trajectory import TrajectoryRecord, invalid_record_reason
+from shoparena.records.verdict import JudgeVerdict
+
+TRAJECTORIES_FILE = "trajectories.jsonl"
+METRICS_FILE = "metrics.json"
+RUN_FILE = "run.json"
+LOCK_FILE = "run.lock"
+
+
+class RunLock:
+    """An exclusive `flock` on `run.lock`, holding the owner's pid (for the message another eval gets).
+
+    The kernel drops the lock when the holder exits, however it exits, so a crashed run never leaves
+    its directory locked; the file itself stays (an unlocked file locks nothing).
+    """
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / LOCK_FILE
+        self.fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunnerError(
+                f"run directory {self.path.parent} is in use by pid {holder} (another eval is writing "
+                "to it); wait for that run to finish, or use another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            os.close(self.fd)  # closing the descriptor releases the lock
+            self.fd = None
+
+
+# -- run.json -------------------------------------------------------------------------------------
+
+
+def load_run_config(run_dir: Path) -> RunConfig | None:
+    path = run_dir / RUN_FILE
+    if not path.exists():
+        return None
+    try:
+        return RunConfig.model_validate(orjson.loads(path.read_bytes()))
+    except (orjson.JSONDecodeError, ValidationError) as exc:
+        raise RunnerError(f"{path} is not a shoparena run file: {str(exc).splitlines()[0]}") from exc
+
+
+def write_run_config(run_dir: Path, config: RunConfig) -> None:
+    _replace(run_dir / RUN_FILE, orjson.dumps(config.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
+
+
+def write_metrics(run_dir: Path, metrics: dict[str, Any]) -> Path:
+    path = run_dir / METRICS_FILE
+    _replace(path, orjson.dumps(metrics, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    return path
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write whole or not at all: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+# -- trajectories.jsonl ---------------------------------------------------------------------------
+
+
+class TrajectoryLog(BaseModel):
+    """What `read_trajectories` found: the good records and what was wrong with the file."""
+
+    records: list[TrajectoryRecord]
+    truncated_tail: bool = False
+    """The last line was cut short (an interrupted write); repaired when read with `repair=True`."""
+    duplicates: int = 0
+
+
+def read_trajectories(path: Path, repair: bool = False) -> TrajectoryLog:
+    """Every record of a trajectories file; a bad last line is an interrupted write, any other bad line
+    is corruption and stops with its line number (dropping it silently would lose data)."""
+    if not path.exists():
+        return TrajectoryLog(records=[])
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    ends_clean = data.endswith(b"\n") or not data
+    records: list[TrajectoryRecord] = []
+    seen: set[tuple[str, int]] = set()
+    duplicates = 0
+    good_bytes = 0
+    truncated = False
+    body = lines[:-1] if ends_clean else lines
+    for number, raw in enumerate(body, start=1):
+        last = number == len(body)
+        if not raw.strip():
+            good_bytes += len(raw) + 1
+            continue
+        try:
+            record = TrajectoryRecord.model_validate(orjson.loads(raw))
+        except (orjson.JSONDecodeError, ValidationError) as exc:
+            if last:
+                truncated = True
+                break
+            raise RunnerError(
+                f"{path}:{number}: {invalid_record_reason(exc)}; only the last line may be cut short by "
+                "an interrupted run — move the file aside or fix the line"
+            ) from exc
+        if not ends_clean and last:
+            truncated = True  # parsed, but its newline never made it: rewrite it whole
+            break
+        good_bytes += len(raw) + 1
+        if record.key in seen:
+            duplicates += 1
+            continue
+        seen.add(record.key)
+        records.append(record)
+    if truncated and repair:
+        with path.open("r+b") as handle:
+            handle.truncate(good_bytes)
+    return TrajectoryLog(records=records, truncated_tail=truncated, duplicates=duplicates)
+
+
+def complete_line(body: bytes, score: ScoreSummary, judge: JudgeVerdict | None) -> bytes:
+    """A worker's record JSON (`{...}` without score and judge) completed into one JSONL line: the
+    runner's layout, with score and judge last."""
+    verdict = orjson.dumps(judge.model_dump(mode="json")) if judge is not None else b"null"
+    return (
+        body[:-1]
+        + b',"score":'
+        + orjson.dumps(score.model_dump(mode="json"))
+        + b',"judge":'
+        + verdict
+        + b"}\n"
+    )
+
+
+class TrajectoryWriter:
+    """The single appender: one JSON line per record, flushed so a crash loses at most the line in flight."""
+
+    def __init__(self, path: Path):
+        self.handle = path.open("ab")
+
+    def write_line(self, line: bytes) -> None:
+        self.handle.write(line)
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()

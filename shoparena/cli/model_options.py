@@ -1,0 +1,104 @@
+"""A command's options built from pydantic models: each field is one option, its description the
+option's help, its default the option's default, so an option is written once (in the model).
+
+The flag is `--field-name` of the field's own type unless the field carries a `CliFlag` saying
+otherwise. The model, not click, checks the values: bounds, finiteness, cross-field rules — the
+command turns its `ValidationError` into one line that names the flags.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+import typer
+from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+
+from shoparena.agents.config import CliFlag
+
+PLAIN_TYPES = (str, int, float, bool, Path)
+
+
+def _flag(info: FieldInfo) -> CliFlag | None:
+    return next((m for m in info.metadata if isinstance(m, CliFlag)), None)
+
+
+def flag_name(model: type[BaseModel], name: str) -> str:
+    """The command-line flag of `model`'s field `name`."""
+    flag = _flag(model.model_fields[name])
+    return flag.flag if flag is not None and flag.flag else "--" + name.replace("_", "-")
+
+
+def _cli_type(name: str, annotation: Any) -> Any:
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = get_args(annotation)
+        members = [a for a in args if a is not type(None)]
+        inner = _cli_type(name, members[0])
+        return inner | None if type(None) in args else inner
+    if annotation is SecretStr:
+        return str
+    if annotation in PLAIN_TYPES or origin is Literal:
+        return annotation
+    if origin is list and get_args(annotation) == (str,):
+        return list[str]
+    raise TypeError(f"field {name}: no command-line type for {annotation!r}; give it a CliFlag(type=...)")
+
+
+def _parameter(model: type[BaseModel], name: str, info: FieldInfo) -> inspect.Parameter:
+    flag = _flag(info)
+    kind = flag.type if flag is not None and flag.type is not None else _cli_type(name, info.annotation)
+    default: Any = inspect.Parameter.empty
+    if not info.is_required():
+        if info.default_factory is not None or info.default is None:
+            kind, default = kind | None, None  # unset on the command line: the model's default applies
+        else:
+            default = info.default
+    option = typer.Option(flag_name(model, name), help=info.description)
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, option]
+    )
+
+
+def command_from_models(
+    app: typer.Typer, name: str, models: Iterable[type[BaseModel]], body: Callable[..., None], doc: str
+) -> None:
+    """Register `name` on `app` with one option per field of `models`, in order; `body(**values)` gets
+    every value (None where an optional option was not given)."""
+    parameters = [_parameter(m, field, info) for m in models for field, info in m.model_fields.items()]
+
+    def command(**values: Any) -> None:
+        body(**values)
+
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in parameters}
+    command.__doc__ = doc
+    command.__name__ = name
+    app.command(name)(command)
+
+
+def model_values(model: type[BaseModel], values: dict[str, Any]) -> dict[str, Any]:
+    """The given values of `model`'s fields (None = not given, so the model's default applies)."""
+    return {name: values[name] for name in model.model_fields if values.get(name) is not None}
+
+
+def validation_message(model: type[BaseModel], exc: ValidationError) -> str:
+    """One line naming each bad flag, what is wrong with it, and the number given (numbers only: a
+    string could be a key)."""
+    parts = []
+    for error in exc.errors():
+        message = error["msg"].removeprefix("Value error, ")
+        loc = error.get("loc") or ()
+        if loc and isinstance(loc[0], str) and loc[0] in model.model_fields:
+            given = error.get("input")
+            shown = (
+                f" (got {given!r})" if isinstance(given, int | float) and not isinstance(given, bool) else ""
+            )
+            parts.append(f"{flag_name(model, loc[0])}: {message}{shown}")
+        else:
+            parts.append(message)
+    return "; ".join(parts)

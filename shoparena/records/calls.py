@@ -1,0 +1,32 @@
+"""One entry of the verified call log: written by the harness, never by the agent, and trusted by the
+scorer, the judge and the corpus because it says for every call who emitted it (`llm` or `code`, SPEC §3).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Origin = Literal["llm", "code"]
+
+
+class CallRecord(BaseModel):
+    """One entry of the verified call log."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str | None = None
+    result: Any = None
+    error: str | None = None
+    latency_s: float
+    origin: Origin
+    counted: bool = True
+    """False for calls refused because the episode had already ended (a call made after the end uses no step)."""
+    cut: str | None = None
+    """What the harness cut or replaced in this entry to keep the record writable and bounded, and why
+    (see `record_limits`); None when the entry is stored as made."""
