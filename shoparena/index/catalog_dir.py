@@ -85,13 +85,26 @@ def _partial_doc(product: dict, contents: str) -> bytes:
     )
 
 
+class IndexLayout(BaseModel):
+    """How the index writer cuts segments. Pages never depend on it (ties go by catalogue order); tests
+    vary it to prove that, since the default (one segment per writer thread) differs between machines."""
+
+    writer_threads: int | None = None  # None: min(2, cores)
+    commit_every: int | None = None  # None: one commit at the end
+
+
 Row = tuple[str, str, bytes, bytes]  # product_id, shop_id, product JSON, partial index JSON
 
 
-def _ingest(out: Path, rows: Iterable[Row], progress: Progress | None) -> tuple[int, int, Counter]:
+def _ingest(
+    out: Path, rows: Iterable[Row], progress: Progress | None, layout: IndexLayout | None = None
+) -> tuple[int, int, Counter]:
     """Write rows into the store and the index; returns (stored, duplicates, products per shop)."""
+    layout = layout or IndexLayout()
     index = open_tantivy_index(out / INDEX_DIR, create=True)
-    writer = index.writer(heap_size=WRITER_HEAP, num_threads=min(2, os.cpu_count() or 1))
+    threads = layout.writer_threads or min(2, os.cpu_count() or 1)
+    writer = index.writer(heap_size=WRITER_HEAP, num_threads=threads)
+    since_commit = 0
     store = ProductStoreWriter(out / STORE_DIR)
     duplicates = 0
     per_shop: Counter = Counter()
@@ -103,6 +116,10 @@ def _ingest(out: Path, rows: Iterable[Row], progress: Progress | None) -> tuple[
                 continue
             writer.add_json(f'{{"ord":{ordinal},{partial[1:].decode()}')
             per_shop[shop_id] += 1
+            since_commit += 1
+            if layout.commit_every and since_commit >= layout.commit_every:
+                writer.commit()
+                since_commit = 0
             if progress is not None:
                 progress(1)
         writer.commit()
@@ -174,13 +191,14 @@ def build_synthetic(
     workers: int | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
+    layout: IndexLayout | None = None,
 ) -> CatalogMeta:
     """Generate a synthetic catalogue of `n_products` from `seed` and index it into `out`."""
     started = time.perf_counter()
     _prepare(out, overwrite)
     generator = CatalogGenerator(n_products, seed)
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    stored, duplicates, _ = _ingest(out, generated_rows(n_products, seed, workers), progress)
+    stored, duplicates, _ = _ingest(out, generated_rows(n_products, seed, workers), progress, layout)
     with (out / SHOPS_FILE).open("wb") as handle:
         for shop in generator.shops:
             handle.write(orjson.dumps(shop.model_dump()) + b"\n")
@@ -205,6 +223,7 @@ def build_from_file(
     strict: bool = False,
     overwrite: bool = False,
     progress: Progress | None = None,
+    layout: IndexLayout | None = None,
 ) -> tuple[CatalogMeta, LoadReport]:
     """Index an upstream-format catalogue file; bad lines go to rejects.jsonl (fatal when strict)."""
     started = time.perf_counter()
@@ -234,7 +253,7 @@ def build_from_file(
             seen_errors += 1
 
     try:
-        stored, duplicates, per_shop = _ingest(out, rows(), progress)
+        stored, duplicates, per_shop = _ingest(out, rows(), progress, layout)
     finally:
         rejects.close()
     with (out / SHOPS_FILE).open("wb") as handle:

@@ -6,6 +6,16 @@ into term queries directly, so query-syntax characters are just separators: they
 parse error or change the meaning. Repeated words weigh more, as in pyserini's bag-of-words query.
 Filters are constant-score (zero) clauses, so the score order is the BM25 order of the text alone and
 "the first 50 hits that pass the filters" is simply the engine's top 50 of the filtered query.
+
+Pages are a pure function of the catalogue, never of the index's segment layout (which depends on
+writer threads and commit batching, so it differs between machines): two validators must see the
+same pages. The engine breaks score ties by segment and doc address; we break them by catalogue
+order (`ord`), and the top-50 cut fetches past the 50th hit until it holds every hit tied with it.
+That needs scores to be the same bits in every layout, which they are: BM25 statistics (IDF, average
+length) are index-wide, so a term's score depends only on the document, and the engine adds a
+document's term scores in clause order (float addition is not associative, so any other order would
+leak the layout; tests/index/test_layout_independence.py checks both against the engine's own
+explanation, so an engine upgrade that changes this fails there first).
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from shoparena.index.request import MAX_HITS, SearchRequest, sort_and_page
 ANALYZER_NAME = "shoparena_en"
 MAX_QUERY_TERMS = 1024  # Lucene's default clause cap; a longer query keeps its first distinct terms
 HIT_FIELDS = ("product_id", "shop_id", "title", "price", "service", "sold_count")
+TIE_SLACK = 14  # hits fetched past the cut; ties straddling it are common with near-duplicate listings
 
 
 def make_analyzer() -> tantivy.TextAnalyzer:
@@ -82,9 +93,18 @@ class TantivyCatalog:
     def __len__(self) -> int:
         return len(self.store)
 
+    @property
+    def segment_count(self) -> int:
+        """Index segments: a build artefact that must never show in results (see the module doc)."""
+        return self._searcher.num_segments
+
     # -- query construction ----------------------------------------------------------------------
+    def analyze(self, text: str) -> list[str]:
+        """The index terms of `text`, in order (what a query or a document is matched by)."""
+        return self._analyzer.analyze(text)
+
     def text_query(self, text: str) -> tantivy.Query | None:
-        tokens = Counter(self._analyzer.analyze(text))
+        tokens = Counter(self.analyze(text))
         if not tokens:
             return None
         clauses = []
@@ -121,17 +141,35 @@ class TantivyCatalog:
             query = tantivy.Query.boolean_query(clauses)
         else:
             query = text
-        result = self._searcher.search(query, limit=limit, count=False)
-        addresses = [address for _, address in result.hits]
-        if not addresses:
+        scored = self._top_with_ties(query, limit)
+        if not scored:
             return []
+        addresses = [address for _, address in scored]
         ords = self._searcher.fast_field_values("ord", addresses)
+        hits = sorted(
+            ((-score, o, address) for o, (score, address) in zip(ords, scored, strict=True)),
+            key=lambda hit: (hit[0], hit[1]),
+        )[:limit]
+        addresses = [address for _, _, address in hits]
         prices = self._searcher.fast_field_values("price", addresses)
         sold = self._searcher.fast_field_values("sold_count", addresses)
         return [
-            {"ord": o, "price": p, "sold_count": s, "score": score}
-            for o, p, s, (score, _) in zip(ords, prices, sold, result.hits, strict=True)
+            {"ord": o, "price": p, "sold_count": s, "score": -negative}
+            for (negative, o, _), p, s in zip(hits, prices, sold, strict=True)
         ]
+
+    def _top_with_ties(self, query: tantivy.Query, limit: int) -> list[tuple[float, object]]:
+        """The engine's top `limit` hits plus every further hit tied with the last of them.
+
+        Which of several tied hits the engine keeps at its cut depends on the segment layout, so the
+        fetch goes on (growing geometrically) until the last hit fetched scores below the `limit`-th.
+        """
+        fetch = limit + TIE_SLACK
+        while True:
+            hits = self._searcher.search(query, limit=fetch, count=False).hits
+            if len(hits) < fetch or hits[-1][0] < hits[limit - 1][0]:
+                return hits
+            fetch *= 4
 
     # -- CatalogBackend ---------------------------------------------------------------------------
     def find_product(
@@ -161,9 +199,11 @@ class TantivyCatalog:
     def products_in_shop(self, shop_id: str, limit: int = 1000) -> list[dict]:
         """Up to `limit` full product records of one shop (for shop/voucher task generation)."""
         query = tantivy.Query.term_query(self._schema, "shop_id", str(shop_id))
-        result = self._searcher.search(query, limit=limit, count=False)
-        ords = self._searcher.fast_field_values("ord", [address for _, address in result.hits])
-        return [self.store.dict_by_ord(o) for o in sorted(ords)]
+        # the first `limit` in catalogue order: a score cut would pick among ties by segment layout
+        result = self._searcher.search(
+            query, limit=limit, count=False, order_by_field="ord", order=tantivy.Order.Asc
+        )
+        return [self.store.dict_by_ord(o) for o, _ in result.hits]
 
     def get_product(self, product_id: str) -> Product | None:
         return self.store.get(str(product_id))
