@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 import orjson
 from pydantic import ValidationError
@@ -71,8 +71,7 @@ class CatalogRecord:
     line_no: int = 0
 
 
-@dataclass(frozen=True)
-class RawLine:
+class RawLine(NamedTuple):
     """One physical line of the input, without its line break; `data` is None when it was too long."""
 
     line_no: int
@@ -135,6 +134,8 @@ def _open_binary(path: Path, stack: ExitStack) -> IO[bytes]:
         raise CatalogReadError(source, f"cannot be opened: {exc.strerror or exc}") from None
     head = handle.peek(2)[:2]  # peek, not read: a pipe cannot seek back
     if head == GZIP_MAGIC:
+        # read line by line (no extra buffer on top): on a truncated stream, every line before the
+        # break has been seen, so the count in the error is exact
         return stack.enter_context(gzip.GzipFile(fileobj=handle, mode="rb"))
     if path.suffix == ".gz":
         raise CatalogReadError(source, f"is named .gz but is not gzip (it starts with {head!r})")
@@ -217,8 +218,8 @@ def parse_catalog_line(raw: str | bytes, source: str = "<input>", line_no: int =
     if not isinstance(data, dict):
         raise CatalogFormatError(source, line_no, f"expected a JSON object, got {type(data).__name__}")
     # JSON can only carry NUL escaped; look closer only then, so clean lines pay one byte search
-    escaped_nul = b"\\u0000" if isinstance(raw, bytes) else "\\u0000"
-    if escaped_nul in raw and _has_nul(data):
+    backslash, escaped_nul = (b"\\", b"\\u0000") if isinstance(raw, bytes) else ("\\", "\\u0000")
+    if backslash in raw and escaped_nul in raw and _has_nul(data):
         raise CatalogFormatError(
             source, line_no, "contains a NUL character (U+0000), which no catalogue text may hold"
         )
@@ -268,7 +269,7 @@ def iter_catalog(
             error = CatalogFormatError(
                 source, line.line_no, f"line is {line.size:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit"
             )
-        elif not line.data.strip():
+        elif not line.data or line.data.isspace():
             report.blank += 1
             continue
         else:
