@@ -193,12 +193,19 @@ class TantivyCatalog:
     def search(self, request: SearchRequest) -> list[dict]:
         if not request.page_in_range:
             return []
-        if request.sort is None:  # relevance order: the page's ords are all it needs
-            ranked, _ = self._ranked(request, MAX_HITS)
-            start = (request.page - 1) * PAGE_SIZE
-            ords = [o for _, o, _ in ranked[start : start + PAGE_SIZE]]
-        else:
-            ords = [hit["ord"] for hit in sort_and_page(self.filtered_hits(request), request)]
+        end = request.page * PAGE_SIZE
+        # relevance order: page p is ranks 10p-9..10p of the total order, which only the top 10p
+        # (with every hit tied at 10p) decides; a sort reorders all 50, so it needs the full cut
+        ranked, addresses = self._ranked(request, end if request.sort is None else MAX_HITS)
+        if not ranked:
+            return []
+        if request.sort is None:
+            ords = [o for _, o, _ in ranked[end - PAGE_SIZE : end]]
+        else:  # one sort key, read for the ≤50 hits only
+            key = "sold_count" if request.sort == "order" else "price"
+            values = self._searcher.fast_field_values(key, [addresses[i] for _, _, i in ranked])
+            hits = [{"ord": o, key: v} for (_, o, _), v in zip(ranked, values, strict=True)]
+            ords = [hit["ord"] for hit in sort_and_page(hits, request)]
         rows = []
         for ordinal in ords:
             product = self.store.dict_by_ord(ordinal)
