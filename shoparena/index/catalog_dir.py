@@ -94,6 +94,8 @@ def _check_target(out: Path, overwrite: bool) -> None:
 def _staged(out: Path, overwrite: bool) -> Iterator[Path]:
     """Yield an empty directory beside `out` to build into; move it onto `out` only if the build
     completes (an existing catalogue is replaced only then), delete it if anything fails."""
+    if out.is_symlink():  # replace what the link points at, so the link keeps working
+        out = out.resolve()
     _check_target(out, overwrite)
     try:
         stage = make_stage(out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import glob
 import os
 import shutil
 import tempfile
@@ -40,7 +41,7 @@ def remove_stale_stages(target: Path) -> list[Path]:
     """Delete staging siblings of `target` left by builds that were killed (their process is gone)."""
     removed = []
     for tag in _STAGE_TAGS:
-        for stage in target.parent.glob(f".{target.name}.{tag}-*"):
+        for stage in target.parent.glob(f".{glob.escape(target.name)}.{tag}-*"):
             pid_text = stage.name.removeprefix(f".{target.name}.{tag}-").split("-", 1)[0]
             if pid_text.isdigit() and not _pid_alive(int(pid_text)):
                 shutil.rmtree(stage, ignore_errors=True)
@@ -78,7 +79,9 @@ def move_into_place(stage: Path, target: Path) -> None:
         os.rename(stage, target)
         return
     if _exchange(stage, target):
-        shutil.rmtree(stage)  # it now holds the replaced tree
+        # it now holds the replaced tree; the new one is in place, so a failure here is no failure
+        # (a later build removes what is left, once this process is gone)
+        shutil.rmtree(stage, ignore_errors=True)
         return
     old = Path(tempfile.mkdtemp(prefix=_stage_prefix(target, "replaced"), dir=target.parent))
     os.rename(target, old / target.name)

@@ -381,3 +381,16 @@ def test_the_installed_command_reports_a_truncated_gzip_without_a_traceback(tmp_
     assert done.returncode == 2
     assert "truncated gzip" in done.stderr and "Traceback" not in done.stderr and "Aborted" not in done.stderr
     assert leftovers(tmp_path) == []
+
+
+def test_force_through_a_symlinked_out_replaces_what_it_points_at(tmp_path):
+    source = tmp_path / "cat.jsonl"
+    source.write_bytes(product_line(1))
+    real = tmp_path / "data" / "cat[v1]"  # glob characters in the name, too
+    assert build_from(source, real).exit_code == 0
+    link = tmp_path / "cat"
+    link.symlink_to(real, target_is_directory=True)
+    source.write_bytes(product_line(1) + b"\n" + product_line(2))
+    assert build_from(source, link, "--force").exit_code == 0
+    assert link.is_symlink() and meta_of(link)["n_products"] == 2
+    assert sorted(p.name for p in real.parent.iterdir()) == ["cat[v1]"]
