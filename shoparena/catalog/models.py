@@ -17,8 +17,10 @@ SERVICES: tuple[str, ...] = ("official", "freeShipping", "COD", "flashsale")
 ServiceFlag = Literal["official", "freeShipping", "COD", "flashsale"]
 MAX_TEXT = 2000
 MAX_SKU_OPTIONS = 9
+MAX_ID_CHARS = 100  # upstream ids are ~11 digits; the store's key limit is 511 bytes (≤ 4 per char)
+MAX_SOLD_COUNT = 2**63 - 1
 
-NonEmptyId = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
+NonEmptyId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS, strip_whitespace=True)]
 
 
 class Product(BaseModel):
@@ -34,8 +36,8 @@ class Product(BaseModel):
     short_description: str = ""
     description: str = ""
     specification: str = ""
-    price: float = Field(ge=0)
-    sold_count: int = Field(default=0, ge=0)
+    price: float = Field(ge=0, allow_inf_nan=False)
+    sold_count: int = Field(default=0, ge=0, le=MAX_SOLD_COUNT)
     sku_options: dict[str, dict[str, str]] = Field(default_factory=dict)
     attributes: dict[str, list[str]] = Field(default_factory=dict)
     service: list[ServiceFlag] = Field(default_factory=list)
@@ -49,6 +51,14 @@ class Product(BaseModel):
         if isinstance(value, bool):
             raise ValueError("id must be a string or integer, not a boolean")
         return str(value) if isinstance(value, int) else value
+
+    @field_validator("price", "sold_count", mode="before")
+    @classmethod
+    def _no_booleans(cls, value: object) -> object:
+        # JSON true/false is never a price or a count; pydantic would read it as 1/0
+        if isinstance(value, bool):
+            raise ValueError("expected a number, not a boolean")
+        return value
 
     @field_validator("short_description", "description", "specification")
     @classmethod

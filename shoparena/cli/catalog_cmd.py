@@ -8,10 +8,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shoparena.catalog.loader import CatalogFormatError
+from shoparena.catalog.loader import CatalogFormatError, CatalogReadError
 from shoparena.catalog.models import ProductInformation
 from shoparena.cli.common import console, err_console, fail, print_json, progress_bar
 from shoparena.index.catalog_dir import (
+    REJECTS_FILE,
     CatalogDirError,
     build_from_file,
     build_synthetic,
@@ -53,10 +54,10 @@ def build(
     """
     if (products is None) == (from_file is None):
         raise fail("give exactly one of --products N or --from FILE")
+    if products is not None and products < 1:
+        raise fail("--products must be at least 1")
     try:
         if products is not None:
-            if products < 1:
-                raise fail("--products must be at least 1")
             with progress_bar(f"generating + indexing {products:,} products", products) as advance:
                 meta = build_synthetic(
                     out, products, seed=seed, workers=workers, overwrite=force, progress=advance
@@ -66,21 +67,38 @@ def build(
                 meta, report = build_from_file(
                     out, from_file, strict=strict, overwrite=force, progress=advance
                 )
-            for error in report.errors[:10]:
-                err_console.print(f"[yellow]skipped[/] line {error.line_no}: {error.reason}")
-            if report.rejected:
-                err_console.print(
-                    f"[yellow]{report.rejected:,} bad line(s) skipped; all reasons in {out / 'rejects.jsonl'}[/]"
-                )
+            _print_rejects(out, meta, report.errors)
+    except CatalogReadError as exc:
+        for example in exc.examples:
+            err_console.print(f"[yellow]rejected[/] line {example.line_no}: {example.reason}", soft_wrap=True)
+        raise fail(f"{exc}; nothing was built") from None
     except CatalogFormatError as exc:
-        raise fail(f"{exc} (strict mode: nothing was kept)") from None
+        raise fail(f"{exc} (strict mode: nothing was built)") from None
     except CatalogDirError as exc:
         raise fail(str(exc)) from None
+    except OSError as exc:  # a full disk, a vanished directory: the build was removed, say why
+        raise fail(
+            f"build failed: {exc.strerror or exc} ({exc.filename or out}); nothing was built"
+        ) from None
     console.print(
         f"[green]built[/] {out}: {meta.n_products:,} products, {meta.n_shops:,} shops, "
         f"{meta.n_rejected:,} rejected, {meta.n_duplicates:,} duplicate ids, "
         f"index {meta.index_bytes / 1e6:.1f} MB, store {meta.store_bytes / 1e6:.1f} MB in {meta.build_seconds:.1f}s"
     )
+
+
+def _print_rejects(out: Path, meta, errors: list[CatalogFormatError]) -> None:
+    """The first reasons, and the account of every line, so nothing is dropped without a word."""
+    for error in errors[:10]:
+        err_console.print(f"[yellow]skipped[/] line {error.line_no}: {error.reason}", soft_wrap=True)
+    skipped = meta.n_rejected + meta.n_duplicates
+    if skipped:
+        err_console.print(
+            f"[yellow]{meta.n_lines_read:,} lines read: {meta.n_products:,} products, "
+            f"{meta.n_rejected:,} bad line(s) and {meta.n_duplicates:,} duplicate id(s) skipped, "
+            f"{meta.n_blank:,} blank; each skipped line is in {out / REJECTS_FILE}[/]",
+            soft_wrap=True,
+        )
 
 
 @catalog_app.command("stats")

@@ -5,27 +5,42 @@ Layout of DIR:
   index/           tantivy BM25 index (ord, price, sold_count fast fields; shop_id, service terms)
   products.lmdb/   product store: ord → product JSON, product_id → ord
   shops.jsonl      one Shop per line
-  rejects.jsonl    catalogue lines that were skipped, with line number and reason (file builds only)
+  rejects.jsonl    catalogue lines that were skipped, with line number, reason and content (file builds)
+
+A build writes into a hidden sibling directory and moves it onto DIR only when complete (see
+`staging`), so a failed build leaves nothing, and `overwrite` replaces a catalogue only by a finished one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import shutil
 import time
+from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 from pydantic import BaseModel
 
 from shoparena.catalog.generator import GENERATOR_VERSION, CatalogGenerator
-from shoparena.catalog.loader import LoadReport, iter_catalog
+from shoparena.catalog.loader import (
+    CatalogFormatError,
+    CatalogReadError,
+    LoadReport,
+    iter_catalog,
+    reject_record,
+)
 from shoparena.catalog.models import Shop, build_contents
 from shoparena.index.product_store import ProductStore, ProductStoreWriter
+from shoparena.index.staging import make_stage, move_into_place
 from shoparena.index.tantivy_backend import TantivyCatalog, open_tantivy_index
 
 FORMAT_VERSION = 1
@@ -45,6 +60,8 @@ class CatalogMeta(BaseModel):
     n_shops: int
     n_rejected: int = 0
     n_duplicates: int = 0
+    n_lines_read: int | None = None  # file builds: = products + rejected + duplicates + blank
+    n_blank: int | None = None
     source: str
     generator: str | None = None
     seed: int | None = None
@@ -55,21 +72,44 @@ class CatalogMeta(BaseModel):
 
 
 class CatalogDirError(ValueError):
-    """A directory that is not a usable catalogue; the message says what is missing."""
+    """A directory that is not a usable catalogue, or cannot become one; the message says why."""
 
 
 def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def _prepare(out: Path, overwrite: bool) -> None:
-    if out.exists() and any(out.iterdir()):
+def _check_target(out: Path, overwrite: bool) -> None:
+    """Refuse, before any work, a target that a finished build could not replace."""
+    if out.exists() and not out.is_dir():
+        raise CatalogDirError(f"{out} exists and is not a directory; give a directory path for the catalogue")
+    if out.is_dir() and any(out.iterdir()):
         if not overwrite:
             raise CatalogDirError(f"{out} is not empty; pass overwrite (--force) to replace it")
         if not (out / META_FILE).exists():
-            raise CatalogDirError(f"{out} is not empty and is not a catalogue; refusing to delete it")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+            raise CatalogDirError(f"{out} is not empty and is not a catalogue; refusing to replace it")
+
+
+@contextmanager
+def _staged(out: Path, overwrite: bool) -> Iterator[Path]:
+    """Yield an empty directory beside `out` to build into; move it onto `out` only if the build
+    completes (an existing catalogue is replaced only then), delete it if anything fails."""
+    if out.is_symlink():  # replace what the link points at, so the link keeps working
+        out = out.resolve()
+    _check_target(out, overwrite)
+    try:
+        stage = make_stage(out)
+    except OSError as exc:
+        raise CatalogDirError(
+            f"cannot create a build directory beside {out}: {exc.strerror or exc}"
+        ) from None
+    try:
+        yield stage
+        _check_target(out, overwrite)  # another build may have finished there meanwhile
+        move_into_place(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
 
 
 def _partial_doc(product: dict, contents: str) -> bytes:
@@ -85,31 +125,78 @@ def _partial_doc(product: dict, contents: str) -> bytes:
     )
 
 
-Row = tuple[str, str, bytes, bytes]  # product_id, shop_id, product JSON, partial index JSON
+class IndexLayout(BaseModel):
+    """How the index writer cuts segments. Pages never depend on it (ties go by catalogue order); tests
+    vary it to prove that, since the default (one segment per writer thread) differs between machines."""
+
+    writer_threads: int | None = None  # None: min(2, cores)
+    commit_every: int | None = None  # None: one commit at the end
 
 
-def _ingest(out: Path, rows: Iterable[Row], progress: Progress | None) -> tuple[int, int, Counter]:
-    """Write rows into the store and the index; returns (stored, duplicates, products per shop)."""
+class IndexRow(NamedTuple):
+    """One product on its way into the store and the index (a tuple: generator workers pickle them)."""
+
+    product_id: str
+    shop_id: str
+    product_json: bytes
+    partial_doc: bytes  # index JSON without the ord
+    line_no: int | None = None  # file builds: where it came from
+
+
+@dataclass
+class IngestResult:
+    stored: int
+    duplicates: int
+    per_shop: Counter
+
+
+Duplicate = Callable[[IndexRow, int], None]  # the refused row and the ord of the product that kept its id
+
+
+def _ingest(
+    out: Path,
+    rows: Iterable[IndexRow],
+    progress: Progress | None,
+    layout: IndexLayout | None = None,
+    on_stored: Callable[[IndexRow], None] | None = None,
+    on_duplicate: Duplicate | None = None,
+) -> IngestResult:
+    """Write rows into the store and the index; a repeated product id is refused (the first one wins)."""
+    layout = layout or IndexLayout()
     index = open_tantivy_index(out / INDEX_DIR, create=True)
-    writer = index.writer(heap_size=WRITER_HEAP, num_threads=min(2, os.cpu_count() or 1))
+    threads = layout.writer_threads or min(2, os.cpu_count() or 1)
+    writer = index.writer(heap_size=WRITER_HEAP, num_threads=threads)
+    since_commit = 0
     store = ProductStoreWriter(out / STORE_DIR)
     duplicates = 0
     per_shop: Counter = Counter()
     try:
-        for product_id, shop_id, product_json, partial in rows:
-            ordinal = store.add(product_id, product_json)
+        for row in rows:
+            ordinal = store.add(row.product_id, row.product_json)
             if ordinal is None:
                 duplicates += 1
+                if on_duplicate is not None:
+                    on_duplicate(row, store.ord_of(row.product_id))
                 continue
-            writer.add_json(f'{{"ord":{ordinal},{partial[1:].decode()}')
-            per_shop[shop_id] += 1
+            if on_stored is not None:
+                on_stored(row)
+            writer.add_json(f'{{"ord":{ordinal},{row.partial_doc[1:].decode()}')
+            per_shop[row.shop_id] += 1
+            since_commit += 1
+            if layout.commit_every and since_commit >= layout.commit_every:
+                writer.commit()
+                since_commit = 0
             if progress is not None:
                 progress(1)
         writer.commit()
         writer.wait_merging_threads()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            writer.rollback()
+        raise
     finally:
         store.close()
-    return store.count, duplicates, per_shop
+    return IngestResult(store.count, duplicates, per_shop)
 
 
 def _write_meta(out: Path, meta: CatalogMeta) -> None:
@@ -127,13 +214,13 @@ def _init_worker(n_products: int, seed: int) -> None:
     _worker_generator = CatalogGenerator(n_products, seed)
 
 
-def _generate_rows(chunk_index: int) -> list[Row]:
+def _generate_rows(chunk_index: int) -> list[IndexRow]:
     assert _worker_generator is not None
     rows = []
     for product in _worker_generator.chunk_dicts(chunk_index):
         contents = build_contents(product["title"], product["sku_options"], product["attributes"])
         rows.append(
-            (
+            IndexRow(
                 product["product_id"],
                 product["shop_id"],
                 orjson.dumps(product),
@@ -143,7 +230,7 @@ def _generate_rows(chunk_index: int) -> list[Row]:
     return rows
 
 
-def generated_rows(n_products: int, seed: int, workers: int = 1) -> Iterator[Row]:
+def generated_rows(n_products: int, seed: int, workers: int = 1) -> Iterator[IndexRow]:
     """Rows of the synthetic catalogue in deterministic order, generated by `workers` processes.
 
     At most `2 × workers` chunks are in flight: `Pool.imap` would let fast generators run ahead of the
@@ -174,27 +261,28 @@ def build_synthetic(
     workers: int | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
+    layout: IndexLayout | None = None,
 ) -> CatalogMeta:
     """Generate a synthetic catalogue of `n_products` from `seed` and index it into `out`."""
     started = time.perf_counter()
-    _prepare(out, overwrite)
     generator = CatalogGenerator(n_products, seed)
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    stored, duplicates, _ = _ingest(out, generated_rows(n_products, seed, workers), progress)
-    with (out / SHOPS_FILE).open("wb") as handle:
-        for shop in generator.shops:
-            handle.write(orjson.dumps(shop.model_dump()) + b"\n")
-    meta = CatalogMeta(
-        n_products=stored,
-        n_shops=len(generator.shops),
-        n_duplicates=duplicates,
-        source=f"synthetic:{n_products}",
-        generator=GENERATOR_VERSION,
-        seed=seed,
-        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        build_seconds=round(time.perf_counter() - started, 3),
-    )
-    _write_meta(out, meta)
+    with _staged(Path(out), overwrite) as stage:
+        result = _ingest(stage, generated_rows(n_products, seed, workers), progress, layout)
+        with (stage / SHOPS_FILE).open("wb") as handle:
+            for shop in generator.shops:
+                handle.write(orjson.dumps(shop.model_dump()) + b"\n")
+        meta = CatalogMeta(
+            n_products=result.stored,
+            n_shops=len(generator.shops),
+            n_duplicates=result.duplicates,
+            source=f"synthetic:{n_products}",
+            generator=GENERATOR_VERSION,
+            seed=seed,
+            built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            build_seconds=round(time.perf_counter() - started, 3),
+        )
+        _write_meta(stage, meta)
     return meta
 
 
@@ -205,60 +293,78 @@ def build_from_file(
     strict: bool = False,
     overwrite: bool = False,
     progress: Progress | None = None,
+    layout: IndexLayout | None = None,
 ) -> tuple[CatalogMeta, LoadReport]:
-    """Index an upstream-format catalogue file; bad lines go to rejects.jsonl (fatal when strict)."""
+    """Index an upstream-format catalogue file into `out`, all or nothing.
+
+    Every line is accounted for: a product, a blank line, or a reject in rejects.jsonl with its line
+    number, reason and content (bad lines, and repeated product ids: the first one is kept). In strict
+    mode the first reject stops the build. An input that cannot be read as a whole (see
+    `CatalogReadError`) or holds no product stops it too; either way nothing is left at `out`.
+    """
     started = time.perf_counter()
-    if not source.exists():
-        raise CatalogDirError(f"{source}: no such file")
-    _prepare(out, overwrite)
-    report = LoadReport(source=str(source))
-    rejects = (out / REJECTS_FILE).open("wb")
+    source = Path(source)
+    with _staged(Path(out), overwrite) as stage, (stage / REJECTS_FILE).open("wb") as rejects:
 
-    def rows() -> Iterator[Row]:
-        seen_errors = 0
-        for record in iter_catalog(source, report, strict=strict):
-            while seen_errors < report.rejected:
-                _write_reject(
-                    rejects, report.errors[seen_errors] if seen_errors < len(report.errors) else None
-                )
-                seen_errors += 1
-            product = record.product.model_dump(mode="json")
-            yield (
-                record.product.product_id,
-                record.product.shop_id,
-                orjson.dumps(product),
-                _partial_doc(product, record.contents),
+        def write_reject(error: CatalogFormatError, raw: bytes | None) -> None:
+            rejects.write(orjson.dumps(reject_record(error, raw)) + b"\n")
+
+        report = LoadReport(source=str(source), on_reject=write_reject)
+        first_lines = array("Q")  # ord -> line number, to say where a repeated id was first seen
+
+        def stored(row: IndexRow) -> None:
+            first_lines.append(row.line_no or 0)
+
+        def duplicate(row: IndexRow, first_ord: int) -> None:
+            error = CatalogFormatError(
+                str(source),
+                row.line_no or 0,
+                f"duplicate product_id {row.product_id!r}: line {first_lines[first_ord]} has it "
+                "(the first one is kept)",
             )
-        while seen_errors < report.rejected:
-            _write_reject(rejects, report.errors[seen_errors] if seen_errors < len(report.errors) else None)
-            seen_errors += 1
+            if strict:
+                raise error
+            rejects.write(
+                orjson.dumps({**reject_record(error, None), "product": orjson.Fragment(row.product_json)})
+                + b"\n"
+            )
 
-    try:
-        stored, duplicates, per_shop = _ingest(out, rows(), progress)
-    finally:
-        rejects.close()
-    with (out / SHOPS_FILE).open("wb") as handle:
-        for shop_id, count in sorted(per_shop.items()):
-            shop = Shop(shop_id=shop_id, name=f"Shop {shop_id}", rating=0.0, product_count=count)
-            handle.write(orjson.dumps(shop.model_dump()) + b"\n")
-    meta = CatalogMeta(
-        n_products=stored,
-        n_shops=len(per_shop),
-        n_rejected=report.rejected,
-        n_duplicates=duplicates,
-        source=str(source),
-        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        build_seconds=round(time.perf_counter() - started, 3),
-    )
-    _write_meta(out, meta)
+        def rows() -> Iterator[IndexRow]:
+            for record in iter_catalog(source, report, strict=strict):
+                product = record.product.model_dump(mode="json")
+                yield IndexRow(
+                    record.product.product_id,
+                    record.product.shop_id,
+                    orjson.dumps(product),
+                    _partial_doc(product, record.contents),
+                    record.line_no,
+                )
+
+        result = _ingest(stage, rows(), progress, layout, on_stored=stored, on_duplicate=duplicate)
+        if result.stored == 0:
+            raise CatalogReadError(
+                str(source),
+                f"holds no usable product ({report.lines_read:,} line(s): {report.rejected:,} rejected, "
+                f"{report.blank:,} blank)",
+                examples=report.errors[:5],
+            )
+        with (stage / SHOPS_FILE).open("wb") as handle:
+            for shop_id, count in sorted(result.per_shop.items()):
+                shop = Shop(shop_id=shop_id, name=f"Shop {shop_id}", rating=0.0, product_count=count)
+                handle.write(orjson.dumps(shop.model_dump()) + b"\n")
+        meta = CatalogMeta(
+            n_products=result.stored,
+            n_shops=len(result.per_shop),
+            n_rejected=report.rejected,
+            n_duplicates=result.duplicates,
+            n_lines_read=report.lines_read,
+            n_blank=report.blank,
+            source=str(source),
+            built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            build_seconds=round(time.perf_counter() - started, 3),
+        )
+        _write_meta(stage, meta)
     return meta, report
-
-
-def _write_reject(handle, error) -> None:
-    if error is None:  # past the in-memory cap: the count is still exact, the reason was not kept
-        handle.write(b'{"line": null, "reason": "not recorded (error cap reached)"}\n')
-        return
-    handle.write(orjson.dumps({"line": error.line_no, "reason": error.reason}) + b"\n")
 
 
 # -- opening -----------------------------------------------------------------------------------------

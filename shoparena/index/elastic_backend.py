@@ -2,8 +2,8 @@
 
 The query is a `match` query (analysed text, never query-string syntax, so nothing in `q` can inject
 operators) with the filters in the bool `filter` context, which does not score: the top 50 of the
-filtered query are the first 50 filter-passing hits in BM25 order, as upstream walks them. Sorting and
-paging then reuse the exact code of the embedded backend.
+filtered query are the first 50 filter-passing hits in BM25 order, as upstream walks them, ties broken
+by catalogue order (`ord`). Sorting and paging then reuse the exact code of the embedded backend.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from shoparena.index.product_store import ProductStore
 from shoparena.index.request import MAX_HITS, SearchRequest, sort_and_page
 
 ES_CONFIG_FILE = "es.json"
+TIE_RULE = [{"_score": "desc"}, {"ord": "asc"}]
+"""Equal scores go by catalogue order, as in the embedded engine: pages never depend on shards or
+segments. A sort (unlike the engine's heap) cuts the top 50 exactly at the keys, ties included."""
 HIT_FIELDS = ["ord", "product_id", "shop_id", "title", "price", "service", "sold_count"]
 
 INDEX_SETTINGS = {
@@ -69,7 +72,7 @@ def es_search_body(request: SearchRequest) -> dict:
             }
         },
         "size": MAX_HITS,
-        "sort": ["_score", {"ord": "asc"}],
+        "sort": TIE_RULE,
         "_source": HIT_FIELDS,
         "track_total_hits": False,
     }

@@ -165,6 +165,11 @@ class ProductStoreWriter:
                 self._txn = self._env.begin(write=True)
         return ordinal
 
+    def ord_of(self, product_id: str) -> int | None:
+        """The ord a product id was stored under (what a refused duplicate collides with)."""
+        raw = self._txn.get(product_id.encode("utf-8"), db=self._ids)
+        return None if raw is None else int.from_bytes(raw, "big")
+
     def close(self) -> None:
         self._txn.commit()
         self._env.sync(True)

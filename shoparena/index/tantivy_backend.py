@@ -6,6 +6,16 @@ into term queries directly, so query-syntax characters are just separators: they
 parse error or change the meaning. Repeated words weigh more, as in pyserini's bag-of-words query.
 Filters are constant-score (zero) clauses, so the score order is the BM25 order of the text alone and
 "the first 50 hits that pass the filters" is simply the engine's top 50 of the filtered query.
+
+Pages are a pure function of the catalogue, never of the index's segment layout (which depends on
+writer threads and commit batching, so it differs between machines): two validators must see the
+same pages. The engine breaks score ties by segment and doc address; we break them by catalogue
+order (`ord`), and the top-50 cut fetches past the 50th hit until it holds every hit tied with it.
+That needs scores to be the same bits in every layout, which they are: BM25 statistics (IDF, average
+length) are index-wide, so a term's score depends only on the document, and the engine adds a
+document's term scores in clause order (float addition is not associative, so any other order would
+leak the layout; tests/index/test_layout_independence.py checks both against the engine's own
+explanation, so an engine upgrade that changes this fails there first).
 """
 
 from __future__ import annotations
@@ -18,11 +28,12 @@ import tantivy
 
 from shoparena.catalog.models import Product
 from shoparena.index.product_store import ProductStore
-from shoparena.index.request import MAX_HITS, SearchRequest, sort_and_page
+from shoparena.index.request import MAX_HITS, PAGE_SIZE, SearchRequest, sort_and_page
 
 ANALYZER_NAME = "shoparena_en"
 MAX_QUERY_TERMS = 1024  # Lucene's default clause cap; a longer query keeps its first distinct terms
 HIT_FIELDS = ("product_id", "shop_id", "title", "price", "service", "sold_count")
+TIE_GROWTH = 4  # each refetch asks for this many times more; measured best of 2, 4, 8 at 100k
 
 
 def make_analyzer() -> tantivy.TextAnalyzer:
@@ -67,9 +78,18 @@ class TantivyCatalog:
     def __len__(self) -> int:
         return len(self.store)
 
+    @property
+    def segment_count(self) -> int:
+        """Index segments: a build artefact that must never show in results (see the module doc)."""
+        return self._searcher.num_segments
+
     # -- query construction ----------------------------------------------------------------------
+    def analyze(self, text: str) -> list[str]:
+        """The index terms of `text`, in order (what a query or a document is matched by)."""
+        return self._analyzer.analyze(text)
+
     def text_query(self, text: str) -> tantivy.Query | None:
-        tokens = Counter(self._analyzer.analyze(text))
+        tokens = Counter(self.analyze(text))
         if not tokens:
             return None
         clauses = []
@@ -96,9 +116,23 @@ class TantivyCatalog:
 
     def filtered_hits(self, request: SearchRequest, limit: int = MAX_HITS) -> list[dict]:
         """The first ≤`limit` (50) hits in BM25 order that pass every filter, with sort keys, before paging."""
+        ranked, addresses = self._ranked(request, limit)
+        if not ranked:
+            return []
+        kept = [addresses[i] for _, _, i in ranked]
+        prices = self._searcher.fast_field_values("price", kept)
+        sold = self._searcher.fast_field_values("sold_count", kept)
+        return [
+            {"ord": o, "price": p, "sold_count": s, "score": -negative}
+            for (negative, o, _), p, s in zip(ranked, prices, sold, strict=True)
+        ]
+
+    def _ranked(self, request: SearchRequest, limit: int) -> tuple[list[tuple[float, int, int]], list]:
+        """`(-score, ord, i)` of the first ≤`limit` filtered hits in page order (score, then catalogue
+        order), and the engine's addresses that `i` indexes. Plain tuples: they sort in C."""
         text = self.text_query(request.q)
         if text is None:
-            return []
+            return [], []
         filters = self._filters(request)
         if filters:
             clauses = [(tantivy.Occur.Must, text)]
@@ -106,17 +140,24 @@ class TantivyCatalog:
             query = tantivy.Query.boolean_query(clauses)
         else:
             query = text
-        result = self._searcher.search(query, limit=limit, count=False)
-        addresses = [address for _, address in result.hits]
-        if not addresses:
-            return []
-        ords = self._searcher.fast_field_values("ord", addresses)
-        prices = self._searcher.fast_field_values("price", addresses)
-        sold = self._searcher.fast_field_values("sold_count", addresses)
-        return [
-            {"ord": o, "price": p, "sold_count": s, "score": score}
-            for o, p, s, (score, _) in zip(ords, prices, sold, result.hits, strict=True)
-        ]
+        scored = self._top_with_ties(query, limit)
+        addresses = [address for _, address in scored]
+        ords = self._searcher.fast_field_values("ord", addresses) if addresses else []
+        ranked = sorted(zip([-score for score, _ in scored], ords, range(len(ords)), strict=True))
+        return ranked[:limit], addresses
+
+    def _top_with_ties(self, query: tantivy.Query, limit: int) -> list[tuple[float, object]]:
+        """The engine's top `limit` hits plus every further hit tied with the last of them.
+
+        Which of several tied hits the engine keeps at its cut depends on the segment layout, so the
+        fetch goes on (growing geometrically) until the last hit fetched scores below the `limit`-th.
+        """
+        fetch = 2 * limit + 4  # ties run past the 50th hit in ~75% of queries, past the 100th in <3%
+        while True:
+            hits = self._searcher.search(query, limit=fetch, count=False).hits
+            if len(hits) < fetch or hits[-1][0] < hits[limit - 1][0]:
+                return hits
+            fetch *= TIE_GROWTH
 
     # -- CatalogBackend ---------------------------------------------------------------------------
     def find_product(
@@ -136,19 +177,33 @@ class TantivyCatalog:
     def search(self, request: SearchRequest) -> list[dict]:
         if not request.page_in_range:
             return []
-        page = sort_and_page(self.filtered_hits(request), request)
+        end = request.page * PAGE_SIZE
+        # relevance order: page p is ranks 10p-9..10p of the total order, which only the top 10p
+        # (with every hit tied at 10p) decides; a sort reorders all 50, so it needs the full cut
+        ranked, addresses = self._ranked(request, end if request.sort is None else MAX_HITS)
+        if not ranked:
+            return []
+        if request.sort is None:
+            ords = [o for _, o, _ in ranked[end - PAGE_SIZE : end]]
+        else:  # one sort key, read for the ≤50 hits only
+            key = "sold_count" if request.sort == "order" else "price"
+            values = self._searcher.fast_field_values(key, [addresses[i] for _, _, i in ranked])
+            hits = [{"ord": o, key: v} for (_, o, _), v in zip(ranked, values, strict=True)]
+            ords = [hit["ord"] for hit in sort_and_page(hits, request)]
         rows = []
-        for hit in page:
-            product = self.store.dict_by_ord(hit["ord"])
+        for ordinal in ords:
+            product = self.store.dict_by_ord(ordinal)
             rows.append({field: product[field] for field in HIT_FIELDS})
         return rows
 
     def products_in_shop(self, shop_id: str, limit: int = 1000) -> list[dict]:
         """Up to `limit` full product records of one shop (for shop/voucher task generation)."""
         query = tantivy.Query.term_query(self._schema, "shop_id", str(shop_id))
-        result = self._searcher.search(query, limit=limit, count=False)
-        ords = self._searcher.fast_field_values("ord", [address for _, address in result.hits])
-        return [self.store.dict_by_ord(o) for o in sorted(ords)]
+        # the first `limit` in catalogue order: a score cut would pick among ties by segment layout
+        result = self._searcher.search(
+            query, limit=limit, count=False, order_by_field="ord", order=tantivy.Order.Asc
+        )
+        return [self.store.dict_by_ord(o) for o, _ in result.hits]
 
     def get_product(self, product_id: str) -> Product | None:
         return self.store.get(str(product_id))

@@ -1,12 +1,18 @@
 from __future__ import annotations
 
 import gzip
+import json
+import os
+import threading
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from shoparena.catalog.loader import (
     CatalogFormatError,
+    CatalogReadError,
     LoadReport,
     catalog_line,
     iter_catalog,
@@ -116,3 +122,93 @@ def test_catalog_line_round_trips():
     record = parse_catalog_line(catalog_line(product))
     assert record.product == product
     assert record.contents == product.search_contents()
+
+
+VALID = st.builds(
+    lambda i, price: line({"id": str(i), "product": {**GOOD, "product_id": str(i), "price": price}}).encode(),
+    st.integers(0, 10**9),
+    st.floats(0, 1e6),
+)
+JUNK = st.binary(max_size=60).filter(lambda b: b"\n" not in b and not b.startswith(b"\x1f\x8b"))
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+).map(lambda value: json.dumps(value).encode())
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(
+        st.one_of(VALID.map(lambda b: (True, b)), st.tuples(st.just(False), JUNK | JSONISH)), max_size=25
+    ),
+    newline=st.sampled_from([b"\n", b"\r\n"]),
+    bom=st.booleans(),
+    compress=st.booleans(),
+)
+def test_every_line_is_accounted_for_whatever_the_bytes(tmp_path, lines, newline, bom, compress):
+    """Any bytes at all: no exception, each line is loaded, rejected or blank, and valid lines load."""
+    data = (b"\xef\xbb\xbf" if bom else b"") + newline.join(raw for _, raw in lines)
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(gzip.compress(data) if compress else data)
+    rejected: list[int] = []
+    report = LoadReport(source=str(path), on_reject=lambda error, raw: rejected.append(error.line_no))
+    loaded = [r.line_no for r in iter_catalog(path, report)]
+    physical = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    assert report.lines_read == physical == report.loaded + report.rejected + report.blank
+    assert len(set(loaded) | set(rejected)) == len(loaded) + len(rejected)
+    valid = [number for number, (ok, _) in enumerate(lines, start=1) if ok]
+    assert set(valid) <= set(loaded)
+
+
+def test_byte_order_mark_and_crlf_do_not_touch_line_one(tmp_path):
+    path = tmp_path / "cat.jsonl"
+    good = line({"id": "1", "product": {**GOOD, "product_id": "1"}}).encode()
+    path.write_bytes(b"\xef\xbb\xbf" + good + b"\r\n" + good.replace(b'"1"', b'"2"') + b"\r\n")
+    report = LoadReport(source=str(path))
+    assert [r.line_no for r in iter_catalog(path, report)] == [1, 2]
+    assert report.rejected == 0
+
+
+def test_an_over_long_line_is_skipped_unread_and_counted(tmp_path, monkeypatch):
+    monkeypatch.setattr("shoparena.catalog.loader.MAX_LINE_BYTES", 100)
+    good = line({"id": "1", "product": {**GOOD, "product_id": "1"}}).encode()
+    path = tmp_path / "cat.jsonl"
+    path.write_bytes(b"x" * 5000 + b"\n" + good[:99] + b"\n")
+    report = LoadReport(source=str(path))
+    assert list(iter_catalog(path, report)) == []
+    assert report.errors[0].line_no == 1 and "5,000 bytes, over the 100-byte limit" in report.errors[0].reason
+    assert report.errors[1].line_no == 2 and "invalid JSON" in report.errors[1].reason
+
+
+def test_a_pipe_can_be_read(tmp_path):
+    """`--from <(zcat …)`: the reader must not seek back to sniff for gzip."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    payload = gzip.compress(line({"id": "1", "product": {**GOOD, "product_id": "1"}}).encode() + b"\n")
+
+    def feed():
+        with fifo.open("wb") as handle:
+            handle.write(payload)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        assert [r.product.product_id for r in iter_catalog(fifo)] == ["1"]
+    finally:
+        writer.join()
+
+
+def test_a_truncated_gzip_raises_with_the_count_read(tmp_path):
+    data = gzip.compress(
+        b"\n".join(
+            line({"id": str(i), "product": {**GOOD, "product_id": str(i)}}).encode() for i in range(3000)
+        )
+    )
+    path = tmp_path / "cat.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    loaded = []
+    with pytest.raises(CatalogReadError) as info:
+        loaded.extend(iter_catalog(path))
+    assert "truncated gzip" in str(info.value)
+    assert info.value.lines_read == len(loaded) > 0

@@ -21,7 +21,7 @@ def test_query_is_analysed_text_with_non_scoring_filters():
     assert {"range": {"price": {"gte": 10.0}}} in filters
     assert {"term": {"service": "COD"}} in filters and {"term": {"service": "official"}} in filters
     assert body["size"] == MAX_HITS
-    assert body["sort"][0] == "_score"
+    assert body["sort"] == [{"_score": "desc"}, {"ord": "asc"}]  # ties by catalogue order, as embedded
 
 
 def test_closed_price_range_has_both_bounds():
