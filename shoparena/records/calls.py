@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 Origin = Literal["llm", "code"]
 
@@ -29,4 +29,12 @@ class CallRecord(BaseModel):
     """False for calls refused because the episode had already ended (a call made after the end uses no step)."""
     cut: str | None = None
     """What the harness cut or replaced in this entry to keep the record writable and bounded, and why
-    (see `record_limits`); None when the entry is stored as made."""
+    (see `record_limits`); None when the entry is stored as made, and then left out of the JSON, so an
+    entry stored as made serialises to the same bytes as before the field existed (content hashes hold)."""
+
+    @model_serializer(mode="wrap")
+    def _cut_only_when_cut(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("cut") is None:
+            data.pop("cut", None)
+        return data
