@@ -269,14 +269,16 @@ class FileAgent(Agent):
         server = self.server()
         token = server.register(episode, ttl_s=self.timeout_s + 30)
         try:
-            outcome = _waited(lambda: self._run_sandboxed(server, token, view))
+            outcome = _waited(lambda cancel: self._run_sandboxed(server, token, view, cancel))
         except SandboxUnavailable as exc:  # fail closed: the miner's code did not run
             return AgentRun(error=f"cannot start the miner process: the sandbox is unavailable: {exc}")
         finally:
             server.revoke(token)
         return self._to_run(episode, outcome)
 
-    def _run_sandboxed(self, server: ToolServer, token: str, view: ProblemView) -> SandboxOutcome:
+    def _run_sandboxed(
+        self, server: ToolServer, token: str, view: ProblemView, cancel: threading.Event
+    ) -> SandboxOutcome:
         env = {SESSION_ENV: token}
         socket_path = None
         if not self.sandboxed and server.tcp_url is not None:
@@ -296,6 +298,7 @@ class FileAgent(Agent):
             env=env,
             socket_path=socket_path,
             policy=self.policy,
+            cancel=cancel,
         )
 
     def _to_run(self, episode: Episode, outcome: SandboxOutcome) -> AgentRun:
@@ -361,18 +364,19 @@ def _sandbox_notes(outcome: SandboxOutcome, limits: SandboxLimits) -> list[str]:
     return notes
 
 
-def _waited(call: Callable[[], T]) -> T:
-    """Run `call` in a thread of its own and wait for it, whatever interrupts the wait.
+def _waited(call: Callable[[threading.Event], T]) -> T:
+    """Run `call(cancel)` in a thread of its own and wait for it, whatever interrupts the wait.
 
     The caller may be an eval worker whose episode alarm raises in this very thread. Interrupted in the
-    middle, a sandboxed run would skip its own clean-up; instead it runs to its end — its wall clock is
-    the same deadline, so that is moments later — and the interruption is raised once every process of
-    the run is gone. Only Ctrl-C does not wait (the process is ending; bwrap dies with it)."""
+    middle, a sandboxed run would skip its own clean-up; instead the interruption cancels the run (the
+    whole tree is killed, as at its wall clock), waits for it to finish, and is raised once every
+    process of the run is gone."""
     box: dict[str, Any] = {}
+    cancel = threading.Event()
 
     def target() -> None:
         try:
-            box["value"] = call()
+            box["value"] = call(cancel)
         except BaseException as exc:
             box["error"] = exc
 
@@ -382,9 +386,8 @@ def _waited(call: Callable[[], T]) -> T:
     while thread.is_alive():
         try:
             thread.join()
-        except KeyboardInterrupt:
-            raise
         except BaseException as exc:
+            cancel.set()
             interrupted = interrupted or exc
     if interrupted is not None:
         raise interrupted

@@ -7,13 +7,14 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import psutil
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,6 +27,7 @@ from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.sandbox import NoSandboxWarning
 from shoparena.scoring import LexicalSimilarity, RuleScorer
+from tests.sandbox.test_limits import host_processes_with
 
 MINERS = Path(__file__).resolve().parent / "miners"
 pytestmark = pytest.mark.usefixtures("sandbox_ready")
@@ -159,22 +161,6 @@ def test_a_crashing_miner_reports_its_traceback_and_scores_as_a_failure(
     assert [c.name for c in episode.calls] == ["find_product"] and episode.recommended_product_ids is None
     result = score(file_catalog, problem, episode)
     assert not result.success
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
-
-
-def host_processes_with(marker: str) -> list[int]:
-    found = []
-    for process in psutil.process_iter(["pid", "cmdline"]):
-        if any(marker in part for part in process.info["cmdline"] or ()) and _running(process.info["pid"]):
-            found.append(process.info["pid"])
-    return found
 
 
 def test_a_miner_that_never_returns_is_killed_with_its_children(file_catalog, file_server, file_title_query):
@@ -429,8 +415,8 @@ def test_a_miner_reaches_a_server_listening_on_a_unix_socket_only(file_catalog, 
 
 
 def test_no_sandbox_is_loud_and_in_every_record(file_catalog, file_problems, tmp_path):
-    """`sandbox=none` by explicit choice only: a warning when the agent is made and one note in every
-    record (stderr through the CLI: test_hostile_miners); the miner still reaches its tools over TCP."""
+    """`sandbox=none` by explicit choice only: a warning on stderr when the agent is made and one note in
+    every record; the miner still reaches its tools (over loopback TCP)."""
     from shoparena.agents.runner import run_eval
     from shoparena.problems.io import write_problems
 
@@ -439,6 +425,9 @@ def test_no_sandbox_is_loud_and_in_every_record(file_catalog, file_problems, tmp
     out = tmp_path / "run"
     with pytest.warns(NoSandboxWarning, match="file agent: sandbox 'none': miner files run unconfined"):
         make_file_agent(str(MINERS / "good_miner.py"), sandbox="none")
+    make = f"from shoparena.agents.file_agent import make_file_agent as m; m({str(MINERS / 'good_miner.py')!r}, sandbox='none')"
+    done = subprocess.run([sys.executable, "-c", make], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "NoSandboxWarning: file agent: sandbox 'none'" in done.stderr  # on stderr
     with pytest.warns(NoSandboxWarning):
         run_eval(
             file_catalog.store.path.parent,
