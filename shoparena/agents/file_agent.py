@@ -23,27 +23,34 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import re
 import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView
+from shoparena.agents.miner_sandbox import (
+    MAX_RESULT_BYTES,
+    NONE_WARNING,
+    RUNNER,
+    SDK,
+    STDERR_TAIL_CHARS,
+    miner_file_name,
+    sandbox_notes,
+    sandbox_policy,
+    waited,
+)
 from shoparena.harness.episode import Episode
 from shoparena.harness.record_limits import clean_text
 from shoparena.harness.tool_server import ToolServer
 from shoparena.sandbox import (
     Backend,
-    LimitHit,
     NoSandboxWarning,
     ProgramFile,
-    SandboxLimits,
     SandboxOutcome,
     SandboxPolicy,
     SandboxUnavailable,
@@ -52,17 +59,8 @@ from shoparena.sandbox import (
 )
 from shoparena.sandbox.models import MiB
 
-_HERE = Path(__file__).resolve().parent
-RUNNER = ProgramFile(name="_shoparena_runner.py", content=(_HERE / "miner_runner.py").read_bytes())
-SDK = ProgramFile(name="_shoparena_sdk.py", content=(_HERE / "miner_sdk.py").read_bytes())
-"""Beside the miner's file in the sandbox's /app, which is not on the path: the runner loads both by path."""
-FALLBACK_MINER_NAME = "miner.py"
-"""The miner's file name in /app when its own is not a plain module name or is taken by the harness."""
 SESSION_ENV = "SHOPARENA_SESSION"
 URL_ENV = "SHOPARENA_TOOL_URL"
-STDERR_TAIL_CHARS = 4096
-MAX_RESULT_BYTES = 4 * MiB
-"""The claimed steps `agent_main` may return; a real agent's steps are tens of KB."""
 MAX_STEPS = 1000
 MAX_ERROR_CHARS = 2000
 MAX_TRACEBACK_CHARS = 3000
@@ -201,19 +199,6 @@ def replay_claimed_ending(episode: Episode, steps: list[MinerStep]) -> list[str]
 
 
 # -- the agent -------------------------------------------------------------------------------------
-T = TypeVar("T")
-BACKENDS = ", ".join(b.value for b in Backend)
-NONE_WARNING = (
-    "file agent: sandbox 'none': miner files run unconfined, as this user, with the host's files and "
-    "network; use it only for code you trust"
-)
-NOTED_LIMITS = {
-    LimitHit.CPU: "its CPU-seconds limit",
-    LimitHit.MEMORY: "the memory limit of its whole process tree",
-    LimitHit.PIDS: "the process-count limit of its process tree (a fork was refused)",
-}
-
-
 class FileAgent(Agent):
     kind = "file"
 
@@ -222,10 +207,7 @@ class FileAgent(Agent):
         self.path = path
         self.source = source
         self.policy = policy
-        stem = path.stem
-        plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,100}", stem) is not None
-        name = f"{stem}.py"
-        self.miner_name = name if plain and name not in (RUNNER.name, SDK.name) else FALLBACK_MINER_NAME
+        self.miner_name = miner_file_name(path.stem)
         self._server = server
         self._own_server = server is None
         self._socket_dir: Path | None = None
@@ -269,7 +251,7 @@ class FileAgent(Agent):
         server = self.server()
         token = server.register(episode, ttl_s=self.timeout_s + 30)
         try:
-            outcome = _waited(lambda cancel: self._run_sandboxed(server, token, view, cancel))
+            outcome = waited(lambda cancel: self._run_sandboxed(server, token, view, cancel))
         except SandboxUnavailable as exc:  # fail closed: the miner's code did not run
             return AgentRun(error=f"cannot start the miner process: the sandbox is unavailable: {exc}")
         finally:
@@ -302,7 +284,7 @@ class FileAgent(Agent):
         )
 
     def _to_run(self, episode: Episode, outcome: SandboxOutcome) -> AgentRun:
-        notes = _sandbox_notes(outcome, self.policy.limits)
+        notes = sandbox_notes(outcome, self.policy.limits)
         stderr = outcome.stderr[-STDERR_TAIL_CHARS:]
         tail = f"\n--- stderr (last {STDERR_TAIL_CHARS} chars) ---\n{clean_text(stderr)}" if stderr else ""
         if outcome.timed_out:
@@ -343,59 +325,6 @@ class FileAgent(Agent):
         return AgentRun(model_outputs=outputs, notes=notes + replay_claimed_ending(episode, steps))
 
 
-def _sandbox_notes(outcome: SandboxOutcome, limits: SandboxLimits) -> list[str]:
-    """What the sandbox did to the run that its error does not already say: a limit that stopped part
-    of the miner (it may still have returned), and the sandbox's own warnings (`none`: no isolation)."""
-    notes = [
-        _clip(w if w.startswith("sandbox") else f"sandbox: {w}", MAX_ERROR_CHARS) for w in outcome.warnings
-    ]
-    for hit in outcome.limits_hit:
-        if hit not in NOTED_LIMITS:
-            continue
-        note = f"sandbox: the miner reached {NOTED_LIMITS[hit]}"
-        if hit is LimitHit.MEMORY:
-            peak = f", peak {outcome.memory_peak_bytes / MiB:.0f} MiB" if outcome.memory_peak_bytes else ""
-            note += f" ({limits.memory_bytes / MiB:.0f} MiB{peak}); the kernel killed processes of it"
-        elif hit is LimitHit.PIDS:
-            note += f" ({limits.pids})"
-        elif hit is LimitHit.CPU:
-            note += f" ({limits.cpu_s} s) and was killed"
-        notes.append(note)
-    return notes
-
-
-def _waited(call: Callable[[threading.Event], T]) -> T:
-    """Run `call(cancel)` in a thread of its own and wait for it, whatever interrupts the wait.
-
-    The caller may be an eval worker whose episode alarm raises in this very thread. Interrupted in the
-    middle, a sandboxed run would skip its own clean-up; instead the interruption cancels the run (the
-    whole tree is killed, as at its wall clock), waits for it to finish, and is raised once every
-    process of the run is gone."""
-    box: dict[str, Any] = {}
-    cancel = threading.Event()
-
-    def target() -> None:
-        try:
-            box["value"] = call(cancel)
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="sandboxed-miner", daemon=True)
-    thread.start()
-    interrupted: BaseException | None = None
-    while thread.is_alive():
-        try:
-            thread.join()
-        except BaseException as exc:
-            cancel.set()
-            interrupted = interrupted or exc
-    if interrupted is not None:
-        raise interrupted
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
 def _check_source(path: Path, source: bytes) -> None:
     try:
         tree = ast.parse(source, filename=str(path))
@@ -411,42 +340,6 @@ def _check_source(path: Path, source: bytes) -> None:
             bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
     if "agent_main" not in bound:
         raise AgentSpecError(f"miner file {path}: defines no top-level agent_main(problem_data)")
-
-
-def sandbox_policy(
-    sandbox: str,
-    *,
-    timeout_s: float,
-    memory_mb: int,
-    address_space_mb: int,
-    cpu_s: int | None,
-    pids: int,
-    open_files: int,
-    file_mb: int,
-    python: str | None,
-) -> SandboxPolicy:
-    """The sandbox a miner file runs in, from the agent's options; the error names the bad option."""
-    try:
-        backend = Backend(sandbox)
-    except ValueError:
-        raise AgentSpecError(f"file agent: sandbox must be one of {BACKENDS}, got {sandbox!r}") from None
-    try:
-        limits = SandboxLimits(
-            wall_s=timeout_s,
-            cpu_s=cpu_s if cpu_s is not None else int(timeout_s) + 5,
-            memory_bytes=memory_mb * MiB,
-            address_space_bytes=address_space_mb * MiB,
-            pids=pids,
-            open_files=open_files,
-            file_bytes=file_mb * MiB,
-            stdout_bytes=0,  # never read: the result has its own channel
-            stderr_bytes=2 * STDERR_TAIL_CHARS,
-            result_bytes=MAX_RESULT_BYTES,
-        )
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise AgentSpecError(f"file agent: bad limits: {problems}") from None
-    return SandboxPolicy(backend=backend, limits=limits, python=python)
 
 
 def make_file_agent(
