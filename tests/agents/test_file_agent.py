@@ -30,7 +30,7 @@ from shoparena.scoring import LexicalSimilarity, RuleScorer
 from tests.sandbox.test_limits import host_processes_with
 
 MINERS = Path(__file__).resolve().parent / "miners"
-pytestmark = pytest.mark.usefixtures("sandbox_ready")
+SANDBOXED = pytest.mark.usefixtures("sandbox_ready")  # the tests that run miner files (file_server has it)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def file_problems(file_catalog):
 
 
 @pytest.fixture(scope="module")
-def file_server():
+def file_server(sandbox_ready):
     """Shared by the module's agents: a Unix socket only (mode 0666 in a private directory), the one
     way into the sandbox."""
     with (
@@ -117,7 +117,7 @@ def test_files_that_are_not_miners_are_refused_up_front(tmp_path):
         make_file_agent(str(MINERS / "good_miner.py"), memory_mb=1)
 
 
-def test_a_sandbox_that_cannot_run_is_refused_when_the_agent_is_made(file_server):
+def test_a_sandbox_that_cannot_run_is_refused_when_the_agent_is_made():
     """Fail closed and early: before any problem runs, with what went wrong and the way out."""
     with pytest.raises(AgentSpecError) as caught:
         make_file_agent(str(MINERS / "good_miner.py"), python="/nonexistent/python3")
@@ -286,6 +286,7 @@ def test_cpu_seconds_are_limited(file_catalog, file_server):
     assert time.monotonic() - started < 10
 
 
+@SANDBOXED
 def test_an_unreachable_socket_fails_the_episode_closed(file_catalog, file_problems):
     """A socket the sandbox's uid may not connect to: the miner does not run, and the episode says why."""
     with (
@@ -362,6 +363,7 @@ def test_lenient_step_shapes_are_accepted():
     assert steps[1].completion.message.tool_call == []
 
 
+@SANDBOXED
 def test_replay_notes_reach_the_trajectory_record(file_catalog, file_problems, tmp_path):
     """What the harness did on a miner's behalf is part of the record, not only of the agent's report."""
     from shoparena.agents.runner import run_eval
@@ -449,6 +451,7 @@ def test_no_sandbox_is_loud_and_in_every_record(file_catalog, file_problems, tmp
         )
 
 
+@SANDBOXED
 def test_the_sdk_refuses_an_address_it_cannot_use(tmp_path, monkeypatch, file_catalog):
     agent = miner("good_miner", None)
     bad = tmp_path / "bad_url_miner.py"
