@@ -9,6 +9,7 @@ would reach other tests' runs and processes.)"""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -135,7 +136,9 @@ def test_the_parents_memory_is_out_of_reach(small_catalog_dir, problems_file, tm
     assert seen["parent mem"]["error"].startswith("FileNotFoundError")
     assert seen["parent environ"]["error"].startswith("FileNotFoundError")
     assert record["outcome"]["error"] is None
-    assert report(unconfined[0])["parent mem"] == {"ok": 4096}  # the evaluator's heap, unconfined
+    control = report(unconfined[0])  # unconfined: the evaluator's environment, and as root its heap
+    assert control["parent environ"]["ok"] > 0
+    assert control["parent mem"] == {"ok": 4096} or os.geteuid() != 0
 
 
 def test_forged_records_never_reach_the_run_the_resume_or_the_store(
