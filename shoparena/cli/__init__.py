@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from shoparena.cli import (
+    arena_cmd,
     catalog_cmd,
     corpus_cmd,
     eval_cmd,
@@ -35,6 +36,7 @@ store_cmd.register(app)
 judge_cmd.register(app)
 corpus_cmd.register(app)
 eval_cmd.register(app)
+arena_cmd.register(app)
 
 
 def main() -> None:
