@@ -33,30 +33,34 @@ _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 class _Collector:
-    def __init__(self) -> None:
-        self.items: list[Violation] = []
-        self.seen: set[tuple] = set()
-        self.per_rule: dict[str, int] = {}
+    """Findings as they are reported, deduplicated; sorted and capped per rule only at the end, so
+    what is listed never depends on the order the checks ran in."""
+
+    def __init__(self, source: str = "") -> None:
+        raw = source.encode("utf-8", "surrogatepass")
+        self.lines = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        self.found: set[tuple[int, int, str, str]] = set()
 
     def add(self, rule: str, message: str, node: Any = None) -> None:
         line = getattr(node, "lineno", None)
         col = getattr(node, "col_offset", None)
-        key = (rule, line, col, message)
-        if key in self.seen:
-            return
-        self.seen.add(key)
-        self.per_rule[rule] = self.per_rule.get(rule, 0) + 1
-        if self.per_rule[rule] <= MAX_PER_RULE:
-            self.items.append(violation(rule, message, line, None if col is None else col + 1))
+        if line is not None and col is not None and 0 < line <= len(self.lines):
+            col = len(self.lines[line - 1][:col].decode("utf-8", "replace"))  # ast counts UTF-8 bytes
+        self.found.add((line or 0, -1 if col is None else col, rule, message))
 
     def result(self) -> list[Violation]:
+        kept: list[Violation] = []
+        per_rule: dict[str, int] = {}
+        for line, col, rule, message in sorted(self.found):
+            per_rule[rule] = per_rule.get(rule, 0) + 1
+            if per_rule[rule] <= MAX_PER_RULE:
+                kept.append(violation(rule, message, line or None, None if col < 0 else col + 1))
         extra = [
             violation(rule, f"… and {count - MAX_PER_RULE} more findings of this rule")
-            for rule, count in sorted(self.per_rule.items())
+            for rule, count in sorted(per_rule.items())
             if count > MAX_PER_RULE
         ]
-        ordered = sorted(self.items, key=lambda v: (v.line or 0, v.col or 0, v.rule, v.message))
-        return ordered + extra
+        return kept + extra
 
 
 def _decode(code: bytes) -> tuple[str | None, list[Violation]]:
@@ -136,14 +140,15 @@ def analyse(code: bytes) -> list[Violation]:
     module, problems = _parse(text)
     if module is None:
         return problems
-    found = _Collector()
-    found.items.extend(_agent_main(module))
+    found = _Collector(text)
+    for item in _agent_main(module):
+        found.found.add((item.line or 0, (item.col or 0) - 1, item.rule, item.message))
     tree = Tree(module)
     names = collect(tree)
     constants = module_constants(module, names)
     security = SecurityCheck(names, constants, found.add)
     security.run(tree)
-    integrity = IntegrityCheck(found.add, names.is_builtin)
+    integrity = IntegrityCheck(found.add, names.is_builtin, text)
     integrity.run(tree)
 
     def observe(value: str | bytes, node: ast.AST) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left
 from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
@@ -66,17 +67,23 @@ def _class_changes(token: str) -> float:
     return changes / max(len(token) - 1, 1)
 
 
-def blobs_in(text: str) -> list[str]:
-    """Encoded-looking tokens: hex of 24+ chars with letters and digits, or base64 of 24+ chars whose
-    character classes change as often as random base64 does (identifiers and words change rarely)."""
-    found = []
-    for token in _HEX_TOKEN.findall(text):
+def blobs_in(text: str) -> list[tuple[str, int]]:
+    """Encoded-looking tokens and where they start: hex of 24+ chars with letters and digits, or base64
+    of 24+ chars whose character classes change as often as random base64 does (identifiers and words
+    change rarely)."""
+    found: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    for match in _HEX_TOKEN.finditer(text):
+        token = match.group()
         body = token[2:] if token.startswith("0x") else token
         if any(c.isdigit() for c in body) and any(c.isalpha() for c in body):
-            found.append(token)
-    for token in _B64_TOKEN.findall(text):
-        if token in found:
-            continue
+            found.append((token, match.start()))
+            seen.add(token)
+    for match in _B64_TOKEN.finditer(text):
+        token = match.group()
+        separators = token.count("-") + token.count("_")
+        if token in seen or (separators >= 2 and separators * 12 > len(token)):
+            continue  # words joined by separators (model names, slugs), not base64
         classes = sum(
             (
                 any(c.islower() for c in token),
@@ -85,8 +92,21 @@ def blobs_in(text: str) -> list[str]:
             )
         )
         if classes == 3 and _class_changes(token) >= 0.45:
-            found.append(token)
+            found.append((token, match.start()))
     return found
+
+
+def _blob_message(blob: str) -> str:
+    return f"encoded-looking text {blob[:24]}… ({len(blob)} chars)"
+
+
+class _Position:
+    """Where a finding in the raw source text is, shaped like an AST node's location."""
+
+    __slots__ = ("col_offset", "lineno")
+
+    def __init__(self, lineno: int, col_offset: int):
+        self.lineno, self.col_offset = lineno, col_offset
 
 
 def _binary_bytes(data: bytes) -> bool:
@@ -125,17 +145,24 @@ def _const(node: ast.AST) -> Any:
 
 
 class IntegrityCheck:
-    def __init__(self, report: Report, is_builtin: Callable[[str], bool]):
+    def __init__(self, report: Report, is_builtin: Callable[[str], bool], source: str):
         self.report = report
+        raw = source.encode("utf-8", "surrogatepass")
+        self.lines = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        """Source lines as bytes: ast column offsets count UTF-8 bytes."""
         self.is_builtin = is_builtin
         self.literal_ids: dict[str, list[ast.AST]] = {}
         """id-like digit run → the literal nodes it appears in (first occurrence order)."""
         self.literal_runs: set[str] = set()
+        self.source_tokens: set[str] = set()
+        """Digit runs and blobs already reported from the raw source text."""
+        self.source = source
         self.reported_nodes: set[int] = set()
 
     # -- literals ----------------------------------------------------------------------------------------
     def run(self, tree: Tree) -> None:
         self.tree = tree
+        self._scan_source(self.source)
         chained: set[int] = set()
         handlers = {
             ast.Constant: self._constant,
@@ -179,6 +206,10 @@ class IntegrityCheck:
             if digits is None:
                 return
             if 9 <= len(digits) <= 15 and not is_placeholder(digits):
+                if self._written_in_another_base(node):
+                    self.report(
+                        "integrity.assembled_id", f"product-id-like {digits} written in another base", node
+                    )
                 self._literal_id(digits, node)
             elif len(digits) >= 16 and not is_placeholder(digits):
                 self.report("integrity.encoded_blob", f"integer literal of {len(digits)} digits", node)
@@ -193,11 +224,39 @@ class IntegrityCheck:
         for run in id_runs(value):
             self._literal_id(run, node)
         for run in long_digit_runs(value):
-            self.report("integrity.encoded_blob", f"digit string of {len(run)} digits", node)
-        for blob in blobs_in(value)[:3]:
-            self.report(
-                "integrity.encoded_blob", f"encoded-looking text {blob[:24]}… ({len(blob)} chars)", node
-            )
+            if run not in self.source_tokens:
+                self.report("integrity.encoded_blob", f"digit string of {len(run)} digits", node)
+        for blob, _ in blobs_in(value)[:3]:
+            if blob not in self.source_tokens:
+                self.report("integrity.encoded_blob", _blob_message(blob), node)
+
+    def _scan_source(self, text: str) -> None:
+        """The same shapes in the raw text, comments included: a file can read its own source (its path
+        is in every traceback), so answers in comments are answers in the file."""
+        newlines = [match.start() for match in re.finditer("\n", text)]
+
+        def position(offset: int) -> _Position:
+            index = bisect_left(newlines, offset)
+            start = newlines[index - 1] + 1 if index else 0
+            return _Position(index + 1, len(text[start:offset].encode("utf-8", "surrogatepass")))
+
+        for match in _ID_RUN.finditer(text):
+            if not is_placeholder(match.group()):
+                self._literal_id(match.group(), position(match.start()))
+        for match in _LONG_DIGITS.finditer(text):
+            run = match.group()
+            if not is_placeholder(run):
+                self.source_tokens.add(run)
+                self.report(
+                    "integrity.encoded_blob", f"digit string of {len(run)} digits", position(match.start())
+                )
+        for blob, start in blobs_in(text):
+            self.source_tokens.add(blob)
+            self.report("integrity.encoded_blob", _blob_message(blob), position(start))
+
+    def _written_in_another_base(self, node: ast.Constant) -> bool:
+        line = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else b""
+        return line[node.col_offset : node.col_offset + 2].lower() in (b"0x", b"0o", b"0b")
 
     def _literal_id(self, run: str, node: ast.AST) -> None:
         self.literal_runs.add(run)

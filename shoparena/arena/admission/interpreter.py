@@ -36,7 +36,7 @@ from shoparena.arena.admission.evaluator import (
     truth,
 )
 from shoparena.arena.admission.syntax import Tree
-from shoparena.arena.admission.values import MAX_ITEMS, UNKNOWN, binary, items_of
+from shoparena.arena.admission.values import MAX_ITEMS, UNKNOWN, ModuleRef, binary, items_of
 
 WORK_LIMIT = 20_000
 """Operations one loop, comprehension or user-function call may spend before it is abandoned."""
@@ -259,6 +259,11 @@ class Interpreter(Evaluator):
     def _bindings_only(self, node: ast.stmt, frame: Frame) -> None:
         self.forget_all(self.tree.binds([node]), frame)
 
+    def _import(self, node: ast.Import | ast.ImportFrom, frame: Frame) -> None:
+        for name in self.tree.binds([node]):
+            path = self.aliases.get(name)
+            frame.vars[name] = ModuleRef(path) if path is not None else UNKNOWN
+
     def _other(self, node: ast.AST, frame: Frame) -> Any:
         for child in self.tree.children(node):
             if isinstance(child, ast.expr):
@@ -442,8 +447,8 @@ _STATEMENTS = {
     ast.With: Interpreter._with,
     ast.AsyncWith: Interpreter._with,
     ast.Match: Interpreter._match,
-    ast.Import: Interpreter._bindings_only,
-    ast.ImportFrom: Interpreter._bindings_only,
+    ast.Import: Interpreter._import,
+    ast.ImportFrom: Interpreter._import,
     ast.Global: Interpreter._bindings_only,
     ast.Nonlocal: Interpreter._bindings_only,
     ast.Delete: Interpreter._bindings_only,
