@@ -25,8 +25,8 @@ MAX_SOURCE_BYTES = 1 << 20
 MAX_PER_RULE = 20
 """Findings listed per rule; the rest are summarised in one more finding (a table of 5,000 ids is one
 problem, not 5,000)."""
-INTERPRET_BASE_BUDGET = 100_000
-INTERPRET_BUDGET_PER_NODE = 2
+INTERPRET_BASE_BUDGET = 300_000
+INTERPRET_BUDGET_PER_NODE = 3
 """The evaluator's operation budget: enough to walk any ordinary file a few times over, so only
 constant computations built to be expensive (long loops over constant data) run out of it."""
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -91,7 +91,9 @@ def _parse(text: str) -> tuple[ast.Module | None, list[Violation]]:
         return ast.parse(text, filename="<agent>"), []
     except SyntaxError as exc:
         message = f"does not parse: {exc.msg}"
-        return None, [violation("format.syntax", message, exc.lineno, exc.offset)]
+        line = exc.lineno if exc.lineno and exc.lineno > 0 else None
+        col = exc.offset if line and exc.offset and exc.offset > 0 else None
+        return None, [violation("format.syntax", message, line, col)]
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, [violation("format.syntax", f"does not parse: {type(exc).__name__}: {exc}")]
 
@@ -155,8 +157,12 @@ def analyse(code: bytes) -> list[Violation]:
         if not integrity.assembled(value, node) and isinstance(value, str):
             security.check_string(value, node, assembled=True)
 
+    def unfollowed(node: ast.AST, why: str) -> None:
+        found.add("integrity.unanalysable", why, node)
+
     interpreter = Interpreter(
         tree,
+        on_unfollowed=unfollowed,
         aliases=names.evaluator_aliases(),
         bound_names=names.bound,
         budget=INTERPRET_BASE_BUDGET + INTERPRET_BUDGET_PER_NODE * len(tree.nodes),

@@ -27,14 +27,19 @@ from shoparena.arena.admission.values import (
     UNKNOWN,
     BoundMethod,
     BuiltinRef,
+    Hashed,
     ModuleRef,
+    Seeded,
+    TooBig,
     binary,
     call_method,
     check_size,
     convert,
     format_value,
     is_immutable,
+    is_iterable_value,
     items_of,
+    seeded_call,
     static_call,
 )
 
@@ -105,7 +110,14 @@ class FunctionValue:
 
 
 _OPAQUE = (FunctionValue, ModuleRef, BuiltinRef, BoundMethod)
-_PURE_CONTAINER_METHODS = frozenset({"index", "count", "get", "keys", "values", "items", "copy"})
+_PURE_CONTAINER_METHODS = frozenset(
+    {"index", "count", "get", "keys", "values", "items", "copy", "hexdigest", "digest"}
+)
+
+
+def _converts_to_int(node: ast.Call) -> bool:
+    """`int(...)`/`round(...)`: an int made from something else (a float, a string) is read like a string."""
+    return isinstance(node.func, ast.Name) and node.func.id in ("int", "round")
 
 
 def truth(value: Any) -> bool | None:
@@ -133,6 +145,8 @@ class Evaluator:
         self.floor = 0
         """The budget value at which the innermost limited construct is abandoned (WorkLimit)."""
         self.observe = observe
+        self.generator: Seeded | None = None
+        """The random module's hidden generator, while a constant `random.seed(…)` determines it."""
         self.depth = 0
         self._expr: dict[type, Callable[[Any, Frame], Any]] = {
             ast.Constant: self._constant,
@@ -175,10 +189,17 @@ class Evaluator:
         self.floor = max(saved, self.budget - work)
         return saved
 
+    def seen(self, value: str | bytes, node: ast.AST) -> None:
+        """Hand an assembled value to `observe`; reading it costs budget by its size, so building ever
+        longer strings in a loop runs out of budget instead of time."""
+        self.budget -= len(value) >> 12
+        self.tick()
+        self.observe(value, node)  # type: ignore[misc]
+
     def _resolve_free(self, name: str) -> Any:
         if name in self.aliases:
             return ModuleRef(self.aliases[name])
-        if name not in self.bound_names and (name in PURE_BUILTINS or name == "map"):
+        if name not in self.bound_names and (name in PURE_BUILTINS or name in ("map", "filter")):
             return BuiltinRef(name)
         return UNKNOWN
 
@@ -194,6 +215,8 @@ class Evaluator:
 
     def forget(self, name: str, frame: Frame) -> None:
         """A name whose value may have changed in a way not followed: it is unknown from now on."""
+        if name in self.aliases:
+            return  # bound by imports only: calling its functions cannot rebind it
         current: Frame | None = frame
         while current is not None:
             if name in current.vars:
@@ -224,14 +247,16 @@ class Evaluator:
                 raise
             except RecursionError:
                 raise TooDeep from None
-            except Exception:  # TooBig, TypeError, ValueError, …: not a known value
+            except TooBig:
+                self.unfollowed(node, "a constant computation builds a value too large to follow")
                 return UNKNOWN
-            if (
-                self.observe is not None
-                and isinstance(value, str | bytes)
-                and not isinstance(node, self._silent)
-            ):
-                self.observe(value, node)
+            except Exception:  # Unsupported, TypeError, ValueError, …: not a known value
+                return UNKNOWN
+            if self.observe is not None and not isinstance(node, self._silent):
+                if isinstance(value, str | bytes):
+                    self.seen(value, node)
+                elif type(value) is int and isinstance(node, ast.Call) and _converts_to_int(node):
+                    self.seen(str(value) if value.bit_length() < 14_000 else "", node)
             return value
         finally:
             self.depth -= 1
@@ -266,10 +291,13 @@ class Evaluator:
                 continue
             try:
                 value = binary(type(step.op).__name__, value, right)
+            except TooBig:
+                self.unfollowed(step, "a constant computation builds a value too large to follow")
+                value = UNKNOWN
             except Exception:
                 value = UNKNOWN
             if step is not node and self.observe is not None and isinstance(value, str | bytes):
-                self.observe(value, step)
+                self.seen(value, step)
         return value
 
     def _unaryop(self, node: ast.UnaryOp, frame: Frame) -> Any:
@@ -396,6 +424,8 @@ class Evaluator:
             return MODULE_CONSTANTS.get(path, ModuleRef(path))
         if isinstance(base, BuiltinRef) and base.name in ("str", "bytes", "int"):
             return ModuleRef(f"{base.name}.{node.attr}")
+        if isinstance(base, FunctionValue) and node.attr == "__name__":
+            return getattr(base.node, "name", "<lambda>")
         if base is UNKNOWN or isinstance(base, _OPAQUE):
             return UNKNOWN
         return BoundMethod(base, node.attr)
@@ -441,7 +471,7 @@ class Evaluator:
         arguments = self._arguments(node, frame)
         if (
             isinstance(function, BoundMethod)
-            and isinstance(function.receiver, list | dict)
+            and isinstance(function.receiver, list | dict | Hashed)
             and function.name not in _PURE_CONTAINER_METHODS
             and isinstance(node.func, ast.Attribute)
             and isinstance(node.func.value, ast.Name)
@@ -457,6 +487,8 @@ class Evaluator:
         if isinstance(function, BuiltinRef):
             if function.name == "map":
                 return self._map(args)
+            if function.name == "filter":
+                return self._filter(args)
             pure = PURE_BUILTINS.get(function.name)
             return check_size(pure(*args, **kwargs)) if pure is not None else UNKNOWN
         if isinstance(function, BoundMethod):
@@ -464,6 +496,9 @@ class Evaluator:
         if isinstance(function, ModuleRef):
             if function.path == "functools.reduce":
                 return self._reduce(args)
+            if function.path.startswith("random."):
+                value, self.generator = seeded_call(function.path, args, kwargs, self.generator)
+                return value
             return static_call(function.path, args, kwargs)
         if isinstance(function, FunctionValue):
             return self.call_user(function, args, kwargs)
@@ -471,6 +506,9 @@ class Evaluator:
 
     def call_user(self, function: FunctionValue, args: list, kwargs: dict) -> Any:
         return UNKNOWN
+
+    def unfollowed(self, node: ast.AST, why: str) -> None:
+        """A computation over known values that is not followed to its end; the folder ignores these."""
 
     def _map(self, args: list) -> Any:
         if len(args) < 2:
@@ -486,6 +524,20 @@ class Evaluator:
                 return UNKNOWN
             out.append(value)
         return out
+
+    def _filter(self, args: list) -> Any:
+        items = items_of(args[1]) if len(args) == 2 else None
+        if items is None:
+            return UNKNOWN
+        out = []
+        for item in items:
+            self.tick()
+            keep = truth(item if args[0] is None else self.apply(args[0], [item], {}))
+            if keep is None:
+                return UNKNOWN
+            if keep:
+                out.append(item)
+        return check_size(out)
 
     def _reduce(self, args: list) -> Any:
         items = items_of(args[1]) if len(args) >= 2 else None
@@ -542,7 +594,10 @@ class Evaluator:
             out.append(element)
             return element is not UNKNOWN and len(out) <= MAX_ITEMS
         first, rest = generators[0], generators[1:]
-        items = items_of(self.eval(first.iter, scope))
+        iterable = self.eval(first.iter, scope)
+        items = items_of(iterable)
+        if items is None and is_iterable_value(iterable):
+            self.unfollowed(node, f"iterates {len(iterable):,} known elements: too many to follow")
         if items is None or first.is_async:
             self.bind(first.target, UNKNOWN, scope)
             for condition in first.ifs:

@@ -43,8 +43,8 @@ def is_placeholder(digits: str) -> bool:
     digits = digits.lstrip("0") or "0"
     if len(set(digits)) <= 2 or digits.count("0") * 2 > len(digits):
         return True
-    ascending = "01234567890123456789"
-    if digits in ascending or digits in ascending[::-1]:
+    steps = {(int(b) - int(a)) % 10 for a, b in pairwise(digits)}
+    if steps in ({1}, {9}):  # 1234567890…, 9876543210… (counting runs, wrapping at 9)
         return True
     value = int(digits)
     power = 1 << max(value.bit_length() - 1, 0)
@@ -109,6 +109,19 @@ class _Position:
         self.lineno, self.col_offset = lineno, col_offset
 
 
+def _identifiers(tree: Tree) -> set[str]:
+    names: set[str] = set()
+    for node in tree.nodes:
+        for field in ("id", "attr", "name", "arg"):
+            value = getattr(node, field, None)
+            if isinstance(value, str):
+                names.add(value)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names.update(part for alias in node.names for part in (alias.name, alias.asname or "") if part)
+            names.add(getattr(node, "module", None) or "")
+    return names
+
+
 def _binary_bytes(data: bytes) -> bool:
     if len(data) < 16:
         return False
@@ -140,6 +153,51 @@ def _hash_like(text: Any) -> bool:
     )
 
 
+_SENTENCE_WORDS = frozenset(
+    [
+        "the",
+        "you",
+        "your",
+        "is",
+        "are",
+        "be",
+        "it",
+        "this",
+        "that",
+        "will",
+        "should",
+        "can",
+        "we",
+        "i",
+        "please",
+        "must",
+        "do",
+        "not",
+        "if",
+        "when",
+        "then",
+        "than",
+        "use",
+        "find",
+        "search",
+        "call",
+        "recommend",
+    ]
+)
+TITLE_LIST_MIN = 12
+
+
+def _title_like(text: Any) -> bool:
+    """A product title rather than a sentence: 4-30 words, none of the little words sentences need,
+    no template or line breaks."""
+    if not isinstance(text, str) or len(text) > 200 or any(c in text for c in "{}%\n?"):
+        return False
+    if text.rstrip().endswith((".", "!", ":", ";", ")")):
+        return False  # a message or an explanation, not a listing title
+    words = text.lower().split()
+    return 4 <= len(words) <= 30 and not (_SENTENCE_WORDS & set(words))
+
+
 def _const(node: ast.AST) -> Any:
     return node.value if isinstance(node, ast.Constant) else None
 
@@ -147,9 +205,6 @@ def _const(node: ast.AST) -> Any:
 class IntegrityCheck:
     def __init__(self, report: Report, is_builtin: Callable[[str], bool], source: str):
         self.report = report
-        raw = source.encode("utf-8", "surrogatepass")
-        self.lines = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-        """Source lines as bytes: ast column offsets count UTF-8 bytes."""
         self.is_builtin = is_builtin
         self.literal_ids: dict[str, list[ast.AST]] = {}
         """id-like digit run → the literal nodes it appears in (first occurrence order)."""
@@ -162,6 +217,7 @@ class IntegrityCheck:
     # -- literals ----------------------------------------------------------------------------------------
     def run(self, tree: Tree) -> None:
         self.tree = tree
+        self.identifiers = _identifiers(tree)
         self._scan_source(self.source)
         chained: set[int] = set()
         handlers = {
@@ -206,11 +262,7 @@ class IntegrityCheck:
             if digits is None:
                 return
             if 9 <= len(digits) <= 15 and not is_placeholder(digits):
-                if self._written_in_another_base(node):
-                    self.report(
-                        "integrity.assembled_id", f"product-id-like {digits} written in another base", node
-                    )
-                self._literal_id(digits, node)
+                self._literal_id(digits, node)  # in hex too: it counts against the allowance
             elif len(digits) >= 16 and not is_placeholder(digits):
                 self.report("integrity.encoded_blob", f"integer literal of {len(digits)} digits", node)
             return
@@ -251,12 +303,10 @@ class IntegrityCheck:
                     "integrity.encoded_blob", f"digit string of {len(run)} digits", position(match.start())
                 )
         for blob, start in blobs_in(text):
+            if blob in self.identifiers:
+                continue  # a CamelCase name with digits in the code, not data
             self.source_tokens.add(blob)
             self.report("integrity.encoded_blob", _blob_message(blob), position(start))
-
-    def _written_in_another_base(self, node: ast.Constant) -> bool:
-        line = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else b""
-        return line[node.col_offset : node.col_offset + 2].lower() in (b"0x", b"0o", b"0b")
 
     def _literal_id(self, run: str, node: ast.AST) -> None:
         self.literal_runs.add(run)
@@ -264,11 +314,20 @@ class IntegrityCheck:
 
     def _dict_table(self, node: ast.Dict) -> None:
         keys = [_const(k) for k in node.keys if k is not None]
+        values = [_const(v) for v in node.values]
         if len(keys) >= TABLE_MIN_ENTRIES:
+            numbered = sum(
+                isinstance(k, int) and abs(k) >= 1000 and isinstance(v, str) and _words(v) >= 3
+                for k, v in zip(keys, values, strict=False)
+            )
             if sum(map(_query_like, keys)) >= TABLE_MIN_ENTRIES:
                 self.report("integrity.answer_table", f"table keyed by {len(keys)} query texts", node)
-            elif sum(map(_hash_like, keys)) >= TABLE_MIN_ENTRIES:
+            elif sum(map(_hash_like, keys)) >= TABLE_MIN_ENTRIES or numbered >= TABLE_MIN_ENTRIES:
                 self.report("integrity.answer_table", f"table keyed by {len(keys)} hashes or numbers", node)
+            elif sum(map(_title_like, values)) >= TITLE_LIST_MIN:
+                self.report(
+                    "integrity.answer_table", f"table of {len(values)} product-title-like values", node
+                )
         self._digit_table([*node.keys, *node.values], node)
 
     def _sequence(self, node: ast.List | ast.Tuple | ast.Set) -> None:
@@ -284,6 +343,8 @@ class IntegrityCheck:
             and sum(_query_like(_const(p.elts[0])) for p in pairs) >= TABLE_MIN_ENTRIES
         ):
             self.report("integrity.answer_table", f"table of {len(pairs)} (query, answer) pairs", node)
+        if sum(_title_like(_const(e)) for e in elements) >= TITLE_LIST_MIN:
+            self.report("integrity.answer_table", f"list of {len(elements)} product-title-like strings", node)
         if len(elements) >= CHAR_CODE_MIN and all(self._is_chr_literal(e) for e in elements):
             self.report("integrity.char_codes", f"{len(elements)} chr(<code>) calls in a row", node)
         self._digit_table(elements, node)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from shoparena.arena.admission.evaluator import (
@@ -36,20 +36,42 @@ from shoparena.arena.admission.evaluator import (
     truth,
 )
 from shoparena.arena.admission.syntax import Tree
-from shoparena.arena.admission.values import MAX_ITEMS, UNKNOWN, ModuleRef, binary, items_of
+from shoparena.arena.admission.values import (
+    MAX_ITEMS,
+    MAX_STR,
+    UNKNOWN,
+    ModuleRef,
+    Seeded,
+    TooBig,
+    binary,
+    is_iterable_value,
+    items_of,
+)
 
-WORK_LIMIT = 20_000
+WORK_LIMIT = 100_000
 """Operations one loop, comprehension or user-function call may spend before it is abandoned."""
 MAX_CALL_DEPTH = 4
 _MISSING = object()
 
 
+Unfollowed = Callable[[ast.AST, str], None]
+
+
 class Interpreter(Evaluator):
-    def __init__(self, tree: Tree, **options: Any):
+    def __init__(self, tree: Tree, *, on_unfollowed: Unfollowed | None = None, **options: Any):
         super().__init__(**options)
         self.tree = tree
+        self.on_unfollowed = on_unfollowed
         self.call_depth = 0
+        self.loop_depth = 0
+        """How many loops being followed iteration by iteration enclose the current statement."""
         self._generators: dict[int, bool] = {}
+
+    def unfollowed(self, node: ast.AST, why: str) -> None:
+        """Constant computation that was cut short: reported, so that making a decoder expensive (or
+        its data long) cannot hide what it decodes."""
+        if self.on_unfollowed is not None:
+            self.on_unfollowed(node, why)
 
     # -- functions -----------------------------------------------------------------------------------------
     def make_function(self, node, frame: Frame) -> Any:
@@ -67,6 +89,7 @@ class Interpreter(Evaluator):
         frame = Frame(function.closure, self.tree.scope_locals(node), bound)
         saved = self.limited(WORK_LIMIT)
         self.call_depth += 1
+        loops, self.loop_depth = self.loop_depth, 0
         try:
             if isinstance(node, ast.Lambda):
                 return self.eval(node.body, frame)
@@ -80,9 +103,15 @@ class Interpreter(Evaluator):
         except WorkLimit:
             if self.budget < saved:
                 raise
+            if frame.vars and all(value is not UNKNOWN for value in frame.vars.values()):
+                name = getattr(node, "name", "a lambda")
+                self.unfollowed(
+                    node, f"a call of {name} with constant arguments does too much work to follow"
+                )
             return UNKNOWN
         finally:
             self.call_depth -= 1
+            self.loop_depth = loops
             self.floor = saved
 
     def _is_generator(self, node: ast.AST) -> bool:
@@ -132,6 +161,7 @@ class Interpreter(Evaluator):
         except WorkLimit:
             if self.budget < saved:
                 raise
+            self.unfollowed(node, "a comprehension over constant data does too much work to follow")
             return UNKNOWN
         finally:
             self.floor = saved
@@ -139,7 +169,8 @@ class Interpreter(Evaluator):
     # -- statements ------------------------------------------------------------------------------------
     def forget_all(self, names: Iterable[str], frame: Frame) -> None:
         for name in names:
-            frame.vars[name] = UNKNOWN
+            if name not in self.aliases:  # import-only names keep their module
+                frame.vars[name] = UNKNOWN
 
     def exec_block(self, body: list[ast.stmt], frame: Frame) -> None:
         for statement in body:
@@ -179,10 +210,12 @@ class Interpreter(Evaluator):
         if current is not UNKNOWN and value is not UNKNOWN:
             try:
                 result = binary(type(node.op).__name__, current, value)
+            except TooBig:
+                self.unfollowed(node, "a constant computation builds a value too large to follow")
             except Exception:
                 result = UNKNOWN
         if isinstance(result, str | bytes) and self.observe is not None:
-            self.observe(result, node)
+            self.seen(result, node)
         frame.vars[node.target.id] = result
 
     def _expression_statement(self, node: ast.Expr, frame: Frame) -> None:
@@ -299,7 +332,11 @@ class Interpreter(Evaluator):
             first = values[0]
             same = first is not _MISSING and all(v is first for v in values[1:])
             merged[name] = first if same else UNKNOWN
+        for name in self.tree.binds([s for body in bodies for s in body]):
+            if isinstance(merged.get(name), list | dict | Seeded):
+                merged[name] = UNKNOWN  # mutated in place in a branch that may not have run
         frame.vars = merged
+        self.generator = None  # draws in a branch that may not have run: the sequence is unknown
 
     def _uncertain(self, body: list[ast.stmt], frame: Frame) -> None:
         """Run a block that may or may not run (or may stop early): control flow out of it is noted,
@@ -308,19 +345,25 @@ class Interpreter(Evaluator):
             self.exec_block(body, frame)
         except Return:
             frame.maybe_returned = True
+            if self.loop_depth:
+                raise LoopUncertain from None  # the loop may end here: its iterations are unknown
         except (Break, Continue):
             raise LoopUncertain from None
         except Raise:
-            pass
+            if self.loop_depth:
+                raise LoopUncertain from None
 
     def _for(self, node: ast.For | ast.AsyncFor, frame: Frame) -> None:
         iterable = self.eval(node.iter, frame)
         items = None if isinstance(node, ast.AsyncFor) else items_of(iterable)
-        if items is None:
+        if items is None or self._suspends(node):
+            if items is None and is_iterable_value(iterable):
+                self.unfollowed(node, f"a loop over {len(iterable):,} known elements: too many to follow")
             self._havoc_loop(node, frame)
             return
         saved = self.limited(WORK_LIMIT)
         abandoned = False
+        self.loop_depth += 1
         try:
             for item in items:
                 self.tick()
@@ -333,17 +376,26 @@ class Interpreter(Evaluator):
                 self.exec_block(node.orelse, frame)
         except Break:
             pass
-        except (LoopUncertain, WorkLimit):
+        except LoopUncertain:
             abandoned = True
+        except WorkLimit:
+            abandoned = True
+            if self.budget >= saved and self._state_known(node, frame):
+                self.unfollowed(node, "a loop over constant data does too much work to follow")
         finally:
             self.floor = saved
+            self.loop_depth -= 1
         if abandoned:
             self._havoc_loop(node, frame)
 
     def _while(self, node: ast.While, frame: Frame) -> None:
+        if self._suspends(node):
+            self._havoc_loop(node, frame)
+            return
         saved = self.limited(WORK_LIMIT)
+        self.loop_depth += 1
         try:
-            for _ in range(MAX_ITEMS):
+            for _ in range(MAX_STR):
                 self.tick()
                 decided = truth(self.eval(node.test, frame))
                 if decided is None:
@@ -355,13 +407,37 @@ class Interpreter(Evaluator):
                     self.exec_block(node.body, frame)
                 except Continue:
                     continue
+            else:
+                if self._state_known(node, frame):
+                    self.unfollowed(node, f"a loop with a constant condition ran {MAX_STR:,} times")
         except Break:
             return
-        except (LoopUncertain, WorkLimit):
+        except LoopUncertain:
             pass
+        except WorkLimit:
+            if self.budget >= saved and self._state_known(node, frame):
+                self.unfollowed(node, "a loop over constant data does too much work to follow")
         finally:
             self.floor = saved
+            self.loop_depth -= 1
         self._havoc_loop(node, frame)
+
+    def _state_known(self, node: ast.For | ast.AsyncFor | ast.While, frame: Frame) -> bool:
+        """Whether a loop cut short was computing from constants alone: it binds something, and all it
+        binds is still known. A loop that reads tool results or other unknowns hides nothing."""
+        parts: list[ast.AST] = [*node.body]
+        if isinstance(node, ast.For | ast.AsyncFor):
+            parts.append(node.target)
+        names = self.tree.binds(parts) - self.aliases.keys()
+        return bool(names) and all(self.lookup(name, frame) is not UNKNOWN for name in names)
+
+    def _suspends(self, node: ast.AST) -> bool:
+        """A loop that yields or awaits can stop at any iteration: never followed step by step."""
+        found = self._generators.get(-id(node))
+        if found is None:
+            found = any(isinstance(n, ast.Yield | ast.YieldFrom | ast.Await) for n in self.tree.walk(node))
+            self._generators[-id(node)] = found
+        return found
 
     def _havoc_loop(self, node: ast.For | ast.AsyncFor | ast.While, frame: Frame) -> None:
         """A loop whose iterations are unknown: every name it binds is unknown before and after, and its
@@ -371,6 +447,7 @@ class Interpreter(Evaluator):
             parts.append(node.target)
         changed = self.tree.binds(parts)
         self.forget_all(changed, frame)
+        self.generator = None
         if isinstance(node, ast.For | ast.AsyncFor):
             self.bind(node.target, UNKNOWN, frame)
         else:
@@ -416,6 +493,7 @@ class Interpreter(Evaluator):
                 continue
             contexts[id(node)] = Frame(outer, self.tree.scope_locals(node))
             inner = Frame(outer, self.tree.scope_locals(node))
+            self.loop_depth = 0
             try:
                 if isinstance(node, ast.Lambda):
                     self.eval(node.body, inner)

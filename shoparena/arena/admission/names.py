@@ -24,6 +24,8 @@ class Names:
     """name → how many places bind it (assignments, parameters, defs, imports, loop targets, …)."""
     non_import: set[str] = field(default_factory=set)
     """Names bound somewhere other than an import."""
+    classes: set[str] = field(default_factory=set)
+    """Names of the classes the file defines."""
 
     @property
     def bound(self) -> set[str]:
@@ -70,6 +72,8 @@ def _import_from(names: Names, node: ast.ImportFrom, copies: list) -> None:
 def _named(names: Names, node, copies: list) -> None:
     if node.name:
         _bind(names, node.name)
+    if isinstance(node, ast.ClassDef):
+        names.classes.add(node.name)
 
 
 def _arguments(names: Names, node: ast.arguments, copies: list) -> None:

@@ -79,6 +79,7 @@ BANNED_MEMBERS: dict[str, frozenset[str]] = {
             "gettrace", "getprofile", "breakpointhook", "displayhook", "excepthook", "addaudithook",
             "call_tracing", "exc_info", "exception", "last_traceback", "last_value", "last_type",
             "unraisablehook", "executable", "orig_argv", "base_prefix", "prefix", "exec_prefix",
+            "set_int_max_str_digits",
         }
     ),
     "types": frozenset(
@@ -102,6 +103,10 @@ RESTRICTED_MODULES: frozenset[str] = frozenset(
     {"os", "io", "urllib", "sys", "types", "threading", "typing", "string"}
 )
 """Modules whose members are checked, so the module object must not escape as a value."""
+
+MODULE_NAMES_AS_ATTRIBUTES: frozenset[str] = (BANNED_MODULES | RESTRICTED_MODULES) - {"code"}
+"""A module's attribute with one of these names is (almost always) that module: `miner_sdk.urllib`,
+`json.codecs`, `dataclasses.types`. `code` is left out: `.code` is an everyday attribute name."""
 
 # -- names -------------------------------------------------------------------------------------------
 BANNED_CALLS: frozenset[str] = frozenset(
@@ -175,7 +180,7 @@ FILE_WRITE_ATTRIBUTES: frozenset[str] = frozenset(
     {
         "write_text", "write_bytes", "touch", "mkdir", "makedirs", "unlink", "rmdir", "symlink_to",
         "hardlink_to", "link_to", "chmod", "lchmod", "chown", "lchown", "FileHandler",
-        "RotatingFileHandler", "TimedRotatingFileHandler", "WatchedFileHandler",
+        "RotatingFileHandler", "TimedRotatingFileHandler", "WatchedFileHandler", "rename",
     }
 )  # fmt: skip
 SHIPPED_DATA_ATTRIBUTES: frozenset[str] = frozenset({"cwd", "home", "iterdir", "rglob", "glob"})
@@ -190,5 +195,17 @@ IMPORT_BY_NAME_ATTRIBUTES: frozenset[str] = frozenset(
 SENSITIVE_PATH_PREFIXES: tuple[str, ...] = (
     "/proc", "/sys", "/dev", "/etc", "/root", "/home", "/var", "/run", "/boot", "~",
 )  # fmt: skip
+
+HOST_PATH_STRINGS: tuple[str, ...] = (
+    "/proc/",
+    "/sys/",
+    "/dev/",
+    "/etc/",
+    "/root/",
+    "/home/",
+    "/run/",
+    "/var/run/",
+)
+"""A string constant that starts like this names a host path wherever it is used (f-string parts too)."""
 
 WRITE_MODE_CHARS = frozenset("wax+")

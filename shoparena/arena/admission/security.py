@@ -27,6 +27,8 @@ Report = Callable[[str, str, ast.AST], None]
 STATIC_FOLD_BUDGET = 20_000
 _DUNDER_TOKEN = re.compile(r"__[A-Za-z0-9_]+?__")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TYPE_DESCRIPTIONS = frozenset({"__name__", "__qualname__", "__module__", "__doc__"})
+_TYPE_READERS = ("isinstance", "issubclass", "print", "str", "repr", "format", "id", "hash")
 _MODE = re.compile(r"[rwxabtU+]{1,5}")
 _INTERNAL_WORDS = policy.FRAME_ATTRIBUTES | policy.IMPORT_BY_NAME_ATTRIBUTES | {"__builtins__"}
 
@@ -128,6 +130,8 @@ class SecurityCheck:
         self.called: set[int] = set()
         """ids of nodes in call position (the `func` of a Call), filled as the walk meets the calls."""
         self.attribute_bases: set[int] = set()
+        self.type_ok: set[int] = set()
+        """ids of `type(x)` calls whose result is only compared, looked up or printed."""
 
     # -- helpers -----------------------------------------------------------------------------------------
     def fold(self, node: ast.AST | None) -> Any:
@@ -142,11 +146,15 @@ class SecurityCheck:
             return UNKNOWN
 
     def module_paths(self, node: ast.AST) -> set[str]:
-        if isinstance(node, ast.Name):
-            return set(self.names.module_paths.get(node.id, ()))
-        if isinstance(node, ast.Attribute):
-            return {f"{path}.{node.attr}" for path in self.module_paths(node.value)}
-        return set()
+        """The module paths an expression may name: `os.path` → {'os.path'} (aliases followed)."""
+        suffix: list[str] = []
+        while isinstance(node, ast.Attribute):
+            suffix.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return set()
+        tail = "".join(f".{part}" for part in reversed(suffix))
+        return {path + tail for path in self.names.module_paths.get(node.id, ())}
 
     def _is_called(self, node: ast.AST) -> bool:
         return id(node) in self.called
@@ -174,6 +182,9 @@ class SecurityCheck:
             ast.Global: self._global,
             ast.Nonlocal: self._global,
             ast.MatchClass: self._match_class,
+            ast.Compare: self._type_context,
+            ast.Subscript: self._type_context,
+            ast.FormattedValue: self._type_context,
             ast.arg: self._annotation_holder,
             ast.AnnAssign: self._annotation_holder,
             ast.FunctionDef: self._annotation_holder,
@@ -247,9 +258,21 @@ class SecurityCheck:
         if found:
             self.report(found[0], f"{via}{found[1]}", node)
             return
+        if name in ("__init__", "__new__") and not self._may_initialise(base):
+            self.report(
+                "security.dunder_attribute",
+                f"{via}{name} of an arbitrary object re-initialises it (a file re-opened on another descriptor)",
+                node,
+            )
         if base is None:
             return
-        for path in sorted(self.module_paths(base)):
+        paths = sorted(self.module_paths(base))
+        if paths and name in policy.MODULE_NAMES_AS_ATTRIBUTES:
+            self.report(
+                "security.module_attribute", f"{via}{paths[0]}.{name} reaches the {name} module", node
+            )
+            return
+        for path in paths:
             member = banned_member(path, name)
             if (
                 member
@@ -269,9 +292,32 @@ class SecurityCheck:
         if self._builtin(base, "type", "object") and name in ("__new__", "__call__", "__init_subclass__"):
             self.report("security.type_creation", f"{via}{base.id}.{name} builds classes from values", node)
 
+    def _may_initialise(self, base: ast.AST | None) -> bool:
+        """`__init__`/`__new__` are fine on super(), self/cls, the file's own classes and builtin types."""
+        if isinstance(base, ast.Call):
+            return self._builtin(base.func, "super")
+        if isinstance(base, ast.Name):
+            return (
+                base.id in ("self", "cls") or base.id in self.names.classes or self.names.is_builtin(base.id)
+            )
+        return False
+
     def _attribute(self, node: ast.Attribute) -> None:
         self.attribute_bases.add(id(node.value))
+        if node.attr in _TYPE_DESCRIPTIONS:
+            self.type_ok.add(id(node.value))
         self._check_attribute_name(node.value, node.attr, node)
+
+    def _type_context(self, node: ast.AST) -> None:
+        """Places where `type(x)` is only looked at, never called: comparisons, lookups, formatting."""
+        if isinstance(node, ast.Compare):
+            self.type_ok.update(id(n) for n in (node.left, *node.comparators))
+        elif isinstance(node, ast.Subscript):
+            self.type_ok.add(id(node.slice))
+        elif isinstance(node, ast.FormattedValue):
+            self.type_ok.add(id(node.value))
+        elif isinstance(node, ast.Call) and self._builtin(node.func, *_TYPE_READERS):
+            self.type_ok.update(id(a) for a in node.args)
 
     def _match_class(self, node: ast.MatchClass) -> None:
         for name in node.kwd_attrs:
@@ -283,6 +329,8 @@ class SecurityCheck:
 
     def check_string(self, text: str, node: ast.AST, assembled: bool = False) -> None:
         what = "assembled string" if assembled else "string"
+        if text.startswith(policy.HOST_PATH_STRINGS):
+            self.report("security.host_path", f"{what} {text[:60]!r} names a host path", node)
         for name in internal_names_in(text):
             self.report("security.internal_name_string", f"{what} names {name}", node)
         for walk in format_fields_in(text):
@@ -313,6 +361,7 @@ class SecurityCheck:
     def _call(self, node: ast.Call) -> None:
         func = node.func
         self.called.add(id(func))
+        self._type_context(node)
         starred = any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         )
@@ -320,6 +369,14 @@ class SecurityCheck:
             self._dynamic_attribute(node, func.id, starred)
         elif self._builtin(func, "type") and (len(node.args) == 3 or starred):
             self.report("security.type_creation", "type() with three arguments builds a class", node)
+        elif self._builtin(func, "type") and len(node.args) == 1 and id(node) not in self.type_ok:
+            subject = node.args[0]
+            if not (isinstance(subject, ast.Name) and subject.id in ("self", "cls")):
+                self.report(
+                    "security.type_creation",
+                    "type(x) used as a class builds objects of classes the file never names",
+                    node,
+                )
         elif self._builtin(func, "open"):
             self._open(node, mode=self._argument(node, 1, "mode"), path=self._argument(node, 0, "file"))
             if starred:

@@ -10,21 +10,25 @@ UNKNOWN: the evaluator then simply knows less.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
 import operator
+import random
 import re
 import string
 from collections.abc import Callable
 from typing import Any
 from urllib import parse as urlparse
 
-MAX_STR = 1 << 16
-"""Longest str/bytes the evaluator builds (an answer table is far shorter than this)."""
+MAX_STR = 1 << 21
+"""Longest str/bytes the evaluator builds: twice the largest file, so joining a file's own literals
+(a long prompt included) always fits, and only repetition can exceed it."""
 MAX_ITEMS = 4096
 """Most elements in a built container, and most iterations of one loop or comprehension."""
-MAX_INT_BITS = 4096
+MAX_INT_BITS = 15_000
+"""A little above the largest int Python itself will turn into a string (4300 digits)."""
 
 
 class _Unknown:
@@ -37,8 +41,13 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 
 
-class TooBig(Exception):
-    """An operation would exceed a cap; the result is UNKNOWN."""
+class Unsupported(Exception):
+    """An operation the evaluator does not model (an unknown codec, a non-scalar format argument, …);
+    the result is UNKNOWN."""
+
+
+class TooBig(Unsupported):
+    """An operation on known values would exceed a size cap: constant computation too large to follow."""
 
 
 class ModuleRef:
@@ -57,6 +66,24 @@ class BuiltinRef:
 
     def __init__(self, name: str):
         self.name = name
+
+
+class Seeded:
+    """A `random.Random` built from a constant seed: its draws are as constant as the seed."""
+
+    __slots__ = ("rng",)
+
+    def __init__(self, seed: Any):
+        self.rng = random.Random(seed)
+
+
+class Hashed:
+    """A hashlib object over constant data (only its digests are read; `update` makes it unknown)."""
+
+    __slots__ = ("algorithm", "data")
+
+    def __init__(self, algorithm: str, data: bytes):
+        self.algorithm, self.data = algorithm, data
 
 
 class BoundMethod:
@@ -107,18 +134,18 @@ def is_immutable(value: Any, depth: int = 0) -> bool:
 
 
 def items_of(value: Any) -> list | None:
-    """The elements iterating `value` yields, or None when unknown or longer than MAX_ITEMS."""
-    if isinstance(value, str):
-        return list(value) if len(value) <= MAX_ITEMS else None
-    if isinstance(value, bytes):
-        return list(value) if len(value) <= MAX_ITEMS else None
-    if isinstance(value, list | tuple):
-        return list(value) if len(value) <= MAX_ITEMS else None
-    if isinstance(value, dict):
-        return list(value) if len(value) <= MAX_ITEMS else None
-    if isinstance(value, range):
+    """The elements iterating `value` yields, or None when unknown or too long to follow (strings,
+    bytes and ranges up to MAX_STR elements; built containers never exceed MAX_ITEMS)."""
+    if isinstance(value, str | bytes | range):
+        return list(value) if len(value) <= MAX_STR else None
+    if isinstance(value, list | tuple | dict):
         return list(value) if len(value) <= MAX_ITEMS else None
     return None
+
+
+def is_iterable_value(value: Any) -> bool:
+    """A known value that can be iterated (whether or not it is short enough to follow)."""
+    return isinstance(value, str | bytes | range | list | tuple | dict)
 
 
 # -- operators ----------------------------------------------------------------------------------------
@@ -156,7 +183,7 @@ def _mod(left: Any, right: Any) -> Any:
             raise TooBig
         args = right if isinstance(right, tuple) else (right,)
         if not all(isinstance(arg, _SCALARS) for arg in args):
-            raise TooBig
+            raise Unsupported
     return left % right
 
 
@@ -209,8 +236,12 @@ def binary(op: str, left: Any, right: Any) -> Any:
 
 # -- formatting -----------------------------------------------------------------------------------------
 def format_value(value: Any, spec: str) -> str:
-    if _WIDTH.search(spec) or not isinstance(value, _SCALARS):
+    if not spec:
+        return to_str(value)
+    if _WIDTH.search(spec):
         raise TooBig
+    if not isinstance(value, _SCALARS):
+        raise Unsupported
     return check_size(format(value, spec))
 
 
@@ -219,10 +250,12 @@ def str_format(template: str, args: list, kwargs: dict) -> str:
     for _, field, spec, _ in string.Formatter().parse(template):
         if field is None:
             continue
-        if "." in field or "[" in field or (spec and _WIDTH.search(spec)):
+        if "." in field or "[" in field:
+            raise Unsupported
+        if spec and _WIDTH.search(spec):
             raise TooBig
     if not all(isinstance(arg, _SCALARS) for arg in [*args, *kwargs.values()]):
-        raise TooBig
+        raise Unsupported
     return check_size(template.format(*args, **kwargs))
 
 
@@ -241,7 +274,7 @@ def convert(value: Any, conversion: int) -> Any:
 def _bounded(value: Any, budget: int = MAX_STR, depth: int = 0) -> int:
     """An upper bound on the length of `str(value)`, raising TooBig past `budget` or deep nesting."""
     if depth > 32:
-        raise TooBig
+        raise Unsupported
     if isinstance(value, str | bytes):
         size = 4 * len(value) + 3
     elif isinstance(value, int) and not isinstance(value, bool):
@@ -255,7 +288,7 @@ def _bounded(value: Any, budget: int = MAX_STR, depth: int = 0) -> int:
             if size > budget:
                 raise TooBig
     else:
-        raise TooBig
+        raise Unsupported
     if size > budget:
         raise TooBig
     return size
@@ -270,10 +303,10 @@ def to_str(value: Any) -> Any:
 def _int(value: Any = 0, base: Any = None) -> Any:
     if base is None:
         if isinstance(value, str | bytes) and len(value) > 4000:
-            raise TooBig
+            raise Unsupported  # Python refuses more than 4300 digits too
         return int(value)
     if not isinstance(value, str | bytes) or len(value) > 1000:
-        raise TooBig
+        raise Unsupported
     return int(value, base)
 
 
@@ -284,11 +317,11 @@ def _bytes(value: Any = b"", encoding: Any = None, errors: str = "strict") -> by
         return bytes(value)
     if isinstance(value, str):
         if encoding not in _TEXT_ENCODINGS:
-            raise TooBig
+            raise Unsupported
         return check_size(value.encode(encoding, errors))
     items = items_of(value)
     if items is None:
-        raise TooBig
+        raise Unsupported
     return bytes(items)
 
 
@@ -296,7 +329,7 @@ def _sequence(kind: type) -> Callable[..., Any]:
     def build(value: Any = ()) -> Any:
         items = items_of(value)
         if items is None:
-            raise TooBig
+            raise Unsupported
         return kind(items)
 
     return build
@@ -306,7 +339,7 @@ def _reduce_items(function: Callable) -> Callable[..., Any]:
     def apply(value: Any, *rest: Any) -> Any:
         items = items_of(value)
         if items is None:
-            raise TooBig
+            raise Unsupported
         return function(items, *rest)
 
     return apply
@@ -314,7 +347,7 @@ def _reduce_items(function: Callable) -> Callable[..., Any]:
 
 def _sum(items: list, start: Any = 0) -> Any:
     if not all(isinstance(item, int | float) for item in [*items, start]):
-        raise TooBig
+        raise Unsupported
     return sum(items, start)
 
 
@@ -325,21 +358,21 @@ def _chr(code: Any) -> str:
 def _zip(*values: Any) -> list:
     columns = [items_of(value) for value in values]
     if any(column is None for column in columns):
-        raise TooBig
+        raise Unsupported
     return list(zip(*columns, strict=False))  # type: ignore[arg-type]
 
 
 def _enumerate(value: Any, start: int = 0) -> list:
     items = items_of(value)
     if items is None:
-        raise TooBig
+        raise Unsupported
     return list(enumerate(items, start))
 
 
 def _dict(value: Any = (), **kwargs: Any) -> dict:
     items = items_of(value) if not isinstance(value, dict) else list(value.items())
     if items is None:
-        raise TooBig
+        raise Unsupported
     result = dict(items)
     result.update(kwargs)
     return check_size(result)
@@ -405,7 +438,7 @@ def _pad(name: str) -> Callable[..., Any]:
 def _join(receiver: Any, value: Any) -> Any:
     items = items_of(value)
     if items is None or not all(isinstance(item, type(receiver)) for item in items):
-        raise TooBig
+        raise Unsupported
     if len(receiver) * len(items) + sum(len(item) for item in items) > MAX_STR:
         raise TooBig
     return receiver.join(items)
@@ -413,24 +446,24 @@ def _join(receiver: Any, value: Any) -> Any:
 
 def _encode(receiver: str, encoding: str = "utf-8", errors: str = "strict") -> bytes:
     if encoding.lower() not in _TEXT_ENCODINGS:
-        raise TooBig
+        raise Unsupported
     return check_size(receiver.encode(encoding, errors))
 
 
 def _decode(receiver: bytes, encoding: str = "utf-8", errors: str = "strict") -> str:
     if encoding.lower() not in _TEXT_ENCODINGS:
-        raise TooBig
+        raise Unsupported
     return check_size(receiver.decode(encoding, errors))
 
 
 def _translate(receiver: Any, table: Any) -> Any:
     if isinstance(receiver, str) and isinstance(table, dict):
         if any(isinstance(v, str) and len(v) > 16 for v in table.values()):
-            raise TooBig
+            raise Unsupported
         return receiver.translate(table)
     if isinstance(receiver, bytes) and (table is None or isinstance(table, bytes)):
         return receiver.translate(table)
-    raise TooBig
+    raise Unsupported
 
 
 def _to_bytes(receiver: int, length: int = 1, byteorder: str = "big", **kwargs: Any) -> bytes:
@@ -462,7 +495,66 @@ _SPECIAL_METHODS: dict[str, Callable[..., Any]] = {
 }
 
 
+_SEED_TYPES = (int, float, str, bytes)
+_HASHES = frozenset(
+    {"md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake2s", "sha3_224", "sha3_256",
+     "sha3_384", "sha3_512"}
+)  # fmt: skip
+
+
+def _draw(rng: random.Random, name: str, args: list, kwargs: dict) -> Any:
+    """One draw of a seeded generator, bounded like every other operation here."""
+    if name in ("random",) and not args:
+        return rng.random()
+    if name in ("randint", "randrange", "uniform") and all(isinstance(a, int | float) for a in args):
+        return getattr(rng, name)(*args, **kwargs)
+    if name == "getrandbits" and args and isinstance(args[0], int) and 0 <= args[0] <= MAX_INT_BITS:
+        return rng.getrandbits(args[0])
+    if name == "choice" and args:
+        items = items_of(args[0])
+        return rng.choice(items) if items else UNKNOWN
+    if name in ("sample", "choices") and args:
+        items = items_of(args[0])
+        count = kwargs.get("k", args[1] if len(args) > 1 else 1)
+        if items is None or not isinstance(count, int) or count > MAX_ITEMS:
+            raise TooBig
+        return rng.sample(items, count) if name == "sample" else rng.choices(items, k=count)
+    raise Unsupported
+
+
+def seeded_call(path: str, args: list, kwargs: dict, generator: Seeded | None) -> tuple[Any, Seeded | None]:
+    """`random.Random(seed)`, and the module-level `random.seed(…)` / `random.randint(…)` family on the
+    module's hidden generator; returns the value and the generator state that follows."""
+    name = path.rsplit(".", 1)[1]
+    if name == "Random":
+        known = len(args) == 1 and isinstance(args[0], _SEED_TYPES)
+        return (Seeded(args[0]) if known else UNKNOWN), generator
+    if name == "seed":
+        known = len(args) == 1 and isinstance(args[0], _SEED_TYPES)
+        return None, (Seeded(args[0]) if known else None)
+    if generator is None:
+        return UNKNOWN, None
+    return check_size(_draw(generator.rng, name, args, kwargs)), generator
+
+
+def hash_call(path: str, args: list) -> Any:
+    name = path.rsplit(".", 1)[1]
+    if name == "new" and args and isinstance(args[0], str):
+        name, args = args[0].lower(), args[1:]
+    data = args[0] if args else b""
+    if name not in _HASHES or not isinstance(data, bytes | bytearray) or len(data) > MAX_STR:
+        return UNKNOWN
+    return Hashed(name, bytes(data))
+
+
 def call_method(receiver: Any, name: str, args: list, kwargs: dict) -> Any:
+    if isinstance(receiver, Seeded):
+        return check_size(_draw(receiver.rng, name, args, kwargs))
+    if isinstance(receiver, Hashed):
+        if name in ("hexdigest", "digest") and not args:
+            digest = hashlib.new(receiver.algorithm, receiver.data)
+            return digest.hexdigest() if name == "hexdigest" else digest.digest()
+        return UNKNOWN
     if isinstance(receiver, str | bytes):
         if name in _SPECIAL_METHODS and not (name == "decode" and isinstance(receiver, str)):
             if name == "encode" and not isinstance(receiver, str):
@@ -496,7 +588,7 @@ def static_call(path: str, args: list, kwargs: dict) -> Any:
     """Functions reached through a type or a module: `str.maketrans`, `bytes.fromhex`, `html.unescape`."""
     if path == "str.maketrans":
         if any(isinstance(a, str) and len(a) > MAX_ITEMS for a in args):
-            raise TooBig
+            raise Unsupported
         return str.maketrans(*args)
     if path == "bytes.fromhex" and args and isinstance(args[0], str):
         return check_size(bytes.fromhex(args[0]))
@@ -510,4 +602,9 @@ def static_call(path: str, args: list, kwargs: dict) -> Any:
         return check_size(json.loads(args[0]))
     if path == "math.floor" and args:
         return math.floor(args[0])
+    kind, _, method = path.partition(".")
+    if kind in ("str", "bytes") and args and isinstance(args[0], str if kind == "str" else bytes):
+        return call_method(args[0], method, list(args[1:]), kwargs)  # str.isdigit(c), bytes.hex(b)
+    if kind == "hashlib":
+        return hash_call(path, args)
     return UNKNOWN
