@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from bisect import bisect_left
 from collections.abc import Callable
 from itertools import pairwise
@@ -31,10 +32,12 @@ TABLE_MIN_ENTRIES = 5
 DIGIT_TABLE_MIN = 6
 CHAR_CODE_MIN = 4
 
-_ID_RUN = re.compile(r"(?<![\d.])\d{9,15}(?!\d)")
-_LONG_DIGITS = re.compile(r"(?<![\d.])\d{16,}")
-_HEX_TOKEN = re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{24,}(?![0-9A-Za-z])")
-_B64_TOKEN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}|[A-Za-z0-9_\-]{24,}={0,2}")
+_ASCII_RUN = re.compile(r"[0-9][0-9]{8,}")
+_UNICODE_RUN = re.compile(r"\d{9,}")
+"""Runs of 9+ digits. Non-ASCII text also gets Unicode digits (int() reads '５０３…' as 503…)."""
+_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{24,}={0,2}")
+"""Candidate blob tokens: 24+ characters of the base64 alphabets, matched from a token's start only."""
+_HEX_ONLY = re.compile(r"[0-9a-fA-F]+")
 Report = Callable[[str, str, ast.AST], None]
 
 
@@ -51,12 +54,29 @@ def is_placeholder(digits: str) -> bool:
     return min(abs(value - power), abs(value - 2 * power)) <= 16
 
 
+def digit_runs(text: str) -> list[tuple[str, int]]:
+    """(run as ASCII digits, offset) for every run of 9+ digits not preceded by a decimal point (the
+    fraction of a decimal number is not an id), placeholders dropped."""
+    pattern = _ASCII_RUN if text.isascii() else _UNICODE_RUN
+    runs = []
+    for match in pattern.finditer(text):
+        start = match.start()
+        if start and text[start - 1] == ".":
+            continue
+        run = match.group()
+        if not run.isascii():
+            run = "".join(str(unicodedata.digit(char)) for char in run)
+        if not is_placeholder(run):
+            runs.append((run, start))
+    return runs
+
+
 def id_runs(text: str) -> list[str]:
-    return [run for run in _ID_RUN.findall(text) if not is_placeholder(run)]
+    return [run for run, _ in digit_runs(text) if len(run) <= 15]
 
 
 def long_digit_runs(text: str) -> list[str]:
-    return [run for run in _LONG_DIGITS.findall(text) if not is_placeholder(run)]
+    return [run for run, _ in digit_runs(text) if len(run) >= 16]
 
 
 def _class_changes(token: str) -> float:
@@ -69,21 +89,22 @@ def _class_changes(token: str) -> float:
 
 def blobs_in(text: str) -> list[tuple[str, int]]:
     """Encoded-looking tokens and where they start: hex of 24+ chars with letters and digits, or base64
-    of 24+ chars whose character classes change as often as random base64 does (identifiers and words
-    change rarely)."""
+    (standard or URL-safe) of 24+ chars whose character classes change as often as random base64 does
+    (identifiers and words change rarely)."""
     found: list[tuple[str, int]] = []
-    seen: set[str] = set()
-    for match in _HEX_TOKEN.finditer(text):
+    if len(text) < 24:
+        return found
+    for match in _TOKEN.finditer(text):
         token = match.group()
-        body = token[2:] if token.startswith("0x") else token
-        if any(c.isdigit() for c in body) and any(c.isalpha() for c in body):
-            found.append((token, match.start()))
-            seen.add(token)
-    for match in _B64_TOKEN.finditer(text):
-        token = match.group()
+        body = token[2:] if token[:2] in ("0x", "0X") else token
+        if _HEX_ONLY.fullmatch(body):
+            if any(c.isdigit() for c in body) and any(c.isalpha() for c in body):
+                found.append((token, match.start()))
+            continue
+        standard, urlsafe = "+" in token or "/" in token, "-" in token or "_" in token
         separators = token.count("-") + token.count("_")
-        if token in seen or (separators >= 2 and separators * 12 > len(token)):
-            continue  # words joined by separators (model names, slugs), not base64
+        if (standard and urlsafe) or (separators >= 2 and separators * 12 > len(token)):
+            continue  # words joined by separators (model names, slugs, paths), not base64
         classes = sum(
             (
                 any(c.islower() for c in token),
@@ -217,7 +238,7 @@ class IntegrityCheck:
     # -- literals ----------------------------------------------------------------------------------------
     def run(self, tree: Tree) -> None:
         self.tree = tree
-        self.identifiers = _identifiers(tree)
+        self._identifier_set: set[str] | None = None
         self._scan_source(self.source)
         chained: set[int] = set()
         handlers = {
@@ -292,21 +313,22 @@ class IntegrityCheck:
             start = newlines[index - 1] + 1 if index else 0
             return _Position(index + 1, len(text[start:offset].encode("utf-8", "surrogatepass")))
 
-        for match in _ID_RUN.finditer(text):
-            if not is_placeholder(match.group()):
-                self._literal_id(match.group(), position(match.start()))
-        for match in _LONG_DIGITS.finditer(text):
-            run = match.group()
-            if not is_placeholder(run):
+        for run, start in digit_runs(text):
+            if len(run) <= 15:
+                self._literal_id(run, position(start))
+            else:
                 self.source_tokens.add(run)
-                self.report(
-                    "integrity.encoded_blob", f"digit string of {len(run)} digits", position(match.start())
-                )
+                self.report("integrity.encoded_blob", f"digit string of {len(run)} digits", position(start))
         for blob, start in blobs_in(text):
-            if blob in self.identifiers:
+            if blob.isidentifier() and blob in self._identifiers():
                 continue  # a CamelCase name with digits in the code, not data
             self.source_tokens.add(blob)
             self.report("integrity.encoded_blob", _blob_message(blob), position(start))
+
+    def _identifiers(self) -> set[str]:
+        if self._identifier_set is None:  # only needed when the raw text has a blob-like token
+            self._identifier_set = _identifiers(self.tree)
+        return self._identifier_set
 
     def _literal_id(self, run: str, node: ast.AST) -> None:
         self.literal_runs.add(run)
@@ -414,7 +436,7 @@ class IntegrityCheck:
         if id(node) in self.reported_nodes:
             return True
         text = value.decode("latin-1") if isinstance(value, bytes) else value
-        for run in [*id_runs(text), *long_digit_runs(text)]:
+        for run, _ in digit_runs(text):
             if run not in self.literal_runs:
                 self.reported_nodes.add(id(node))
                 self.report("integrity.assembled_id", f"assembled product-id-like value {run}", node)

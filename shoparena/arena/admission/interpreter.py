@@ -406,7 +406,9 @@ class Interpreter(Evaluator):
                 try:
                     self.exec_block(node.body, frame)
                 except Continue:
-                    continue
+                    pass
+                if not self._any_state_known(node, frame):
+                    break  # nothing it computes is known any more: further rounds cannot add anything
             else:
                 if self._state_known(node, frame):
                     self.unfollowed(node, f"a loop with a constant condition ran {MAX_STR:,} times")
@@ -430,6 +432,10 @@ class Interpreter(Evaluator):
             parts.append(node.target)
         names = self.tree.binds(parts) - self.aliases.keys()
         return bool(names) and all(self.lookup(name, frame) is not UNKNOWN for name in names)
+
+    def _any_state_known(self, node: ast.While, frame: Frame) -> bool:
+        names = self.tree.binds(node.body) - self.aliases.keys()
+        return any(self.lookup(name, frame) is not UNKNOWN for name in names)
 
     def _suspends(self, node: ast.AST) -> bool:
         """A loop that yields or awaits can stop at any iteration: never followed step by step."""

@@ -13,14 +13,18 @@ from collections.abc import Iterable
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SKIPPED_FIELDS = frozenset({"ctx", "op", "ops", "type_ignores"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _fields(kind: type) -> tuple[str, ...]:
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
-    return fields
+_SCOPE = object()
+_PLANS: dict[type, tuple] = {}
+"""node type → (its child fields, what binding it makes: None, _SCOPE, or a function of the node)."""
+
+
+def _plan(kind: type) -> tuple:
+    fields = tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
+    special = _SCOPE if kind in _SCOPE_TYPES else _OWN.get(kind)
+    plan = _PLANS[kind] = (fields, special)
+    return plan
 
 
 class Tree:
@@ -39,36 +43,32 @@ class Tree:
         self._flatten(module)
 
     def _flatten(self, module: ast.Module) -> None:
+        """Depth-first, parents first. The current scope changes through ENTER/EXIT markers pushed
+        around a scope's own children (its decorators, and a class's bases, run outside it), so plain
+        nodes travel the stack without a scope attached."""
         nodes, children_of, bound, declared = self.nodes, self._children, self._bound, self._declared
-        append, scopes = nodes.append, self.scopes
-        ast_type, name_type, store_types = ast.AST, ast.Name, (ast.Store, ast.Del)
-        stack: list[tuple[ast.AST, ast.AST]] = [(module, module)]
+        append, scopes, plan_of = nodes.append, self.scopes, _PLANS.get
+        ast_type, name_type, load, constant, marker = ast.AST, ast.Name, ast.Load, ast.Constant, tuple
+        stack: list = [module]
+        pop, push = stack.pop, stack.append
+        scope: ast.AST = module
         while stack:
-            node, scope = stack.pop()
-            append(node)
+            node = pop()
             kind = type(node)
-            if kind is name_type:
-                if isinstance(node.ctx, store_types):  # type: ignore[attr-defined]
-                    bound[id(scope)].add(node.id)  # type: ignore[attr-defined]
+            if kind is marker:
+                scope = node[1]
                 continue
-            inner = scope
-            if kind in _SCOPE_TYPES:
-                scopes.append((node, scope))
-                if kind is not ast.Lambda:
-                    bound[id(scope)].add(node.name)  # type: ignore[attr-defined]
-                inner = node
-                bound[id(node)] = set(parameter_names(node.args)) if kind is not ast.ClassDef else set()  # type: ignore[attr-defined]
-            else:
-                own = _OWN.get(kind)
-                if own is not None:
-                    names = own(node)
-                    if kind is ast.Global or kind is ast.Nonlocal:
-                        declared.setdefault(id(scope), set()).update(names)
-                    else:
-                        bound[id(scope)].update(names)
+            append(node)
+            if kind is name_type:
+                if type(node.ctx) is not load:
+                    bound[id(scope)].add(node.id)
+                continue
+            if kind is constant:
+                continue
+            plan = plan_of(kind) or _plan(kind)
             children: list[ast.AST] = []
             add = children.append
-            for field in _fields(kind):
+            for field in plan[0]:
                 value = getattr(node, field)
                 if type(value) is list:
                     for item in value:
@@ -78,17 +78,34 @@ class Tree:
                     add(value)
             if children:
                 children_of[id(node)] = children
-                if kind in _SCOPE_TYPES and kind is not ast.Lambda:
-                    # decorators (and a class's bases) run in the enclosing scope
-                    outer = [*node.decorator_list]  # type: ignore[attr-defined]
-                    if kind is ast.ClassDef:
-                        outer += [*node.bases, *node.keywords]  # type: ignore[attr-defined]
-                    outer_ids = {id(d) for d in outer}
-                    stack.extend(
-                        (child, scope if id(child) in outer_ids else node) for child in reversed(children)
-                    )
+            special = plan[1]
+            if special is None:
+                for child in reversed(children):
+                    push(child)
+            elif special is _SCOPE:
+                scopes.append((node, scope))
+                if kind is not ast.Lambda:
+                    bound[id(scope)].add(node.name)
+                bound[id(node)] = set(parameter_names(node.args)) if kind is not ast.ClassDef else set()
+                outer = [] if kind is ast.Lambda else [*node.decorator_list]
+                if kind is ast.ClassDef:
+                    outer += [*node.bases, *node.keywords]
+                outer_ids = {id(n) for n in outer}
+                push(("exit", scope))
+                for child in reversed(children):
+                    if id(child) not in outer_ids:
+                        push(child)
+                push(("enter", node))
+                for child in reversed(outer):
+                    push(child)
+            else:
+                names = special(node)
+                if kind is ast.Global or kind is ast.Nonlocal:
+                    declared.setdefault(id(scope), set()).update(names)
                 else:
-                    stack.extend((child, inner) for child in reversed(children))
+                    bound[id(scope)].update(names)
+                for child in reversed(children):
+                    push(child)
 
     def children(self, node: ast.AST) -> list[ast.AST]:
         return self._children.get(id(node), [])
@@ -126,8 +143,14 @@ class Tree:
             return cached
         names: set[str] = set()
         stack = [root]
+        cache = self._binds
         while stack:
             node = stack.pop()
+            if node is not root:
+                known = cache.get((id(node), True))
+                if known is not None:  # an inner statement already done (inner blocks run first)
+                    names |= known
+                    continue
             kind = type(node)
             if kind is ast.Name:
                 if isinstance(node.ctx, ast.Store | ast.Del):  # type: ignore[attr-defined]
