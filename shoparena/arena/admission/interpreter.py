@@ -403,10 +403,8 @@ class Interpreter(Evaluator):
                 if not decided:
                     self.exec_block(node.orelse, frame)
                     return
-                try:
+                with contextlib.suppress(Continue):
                     self.exec_block(node.body, frame)
-                except Continue:
-                    pass
                 if not self._any_state_known(node, frame):
                     break  # nothing it computes is known any more: further rounds cannot add anything
             else:
