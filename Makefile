@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/store_bench.py --pg postgresql://postgres@127.0.0.1:5432/postgres
 	$(BIN)/python bench/corpus_bench.py --n 100000 --profile full
 	$(BIN)/python bench/corpus_bench.py --n 1000000 --profile compact
+	$(BIN)/python bench/admission_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

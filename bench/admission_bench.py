@@ -77,7 +77,7 @@ def hostile() -> bytes:
         for path in sorted((CORPUS / "adversarial").glob("*.py"))
         if b"format." not in path.read_bytes()[:200] and path.stem != "padding_budget"
     ]
-    return _fill(parts, b"")
+    return _fill(parts, b"\n\ndef agent_main(problem_data):\n    return []\n")
 
 
 def timed(code: bytes, repeats: int) -> dict:

@@ -4,6 +4,7 @@ of what it reports (locations, kinds, order, the fail-closed guard)."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ def rules(source: str) -> set[str]:
     return {v.rule for v in check(source)}
 
 
+REPO = Path(__file__).resolve().parents[2]
 MAIN = "\n\ndef agent_main(problem_data):\n    return []\n"
 
 
@@ -295,3 +297,9 @@ def test_the_checker_fails_closed(monkeypatch):
 def test_text_instead_of_bytes_is_a_programming_error():
     with pytest.raises(TypeError):
         check_submission(MAIN)  # type: ignore[arg-type]
+
+
+def test_the_rules_documentation_lists_every_rule():
+    documented = (REPO / "docs" / "admission.md").read_text(encoding="utf-8")
+    missing = [rule for rule in RULES if f"| `{rule}` | {RULES[rule].kind} |" not in documented]
+    assert missing == []

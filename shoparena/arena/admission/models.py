@@ -105,7 +105,8 @@ _RULES = [
         id="security.dunder_attribute",
         kind="security",
         summary="a dunder attribute that reaches the interpreter's internals (__class__, __globals__, "
-        "__subclasses__, __dict__, …), by attribute, getattr, attrgetter or a match-class pattern",
+        "__subclasses__, __dict__, …) by attribute, getattr, attrgetter or a match-class pattern, or "
+        "__init__/__new__ on an object other than super(), self/cls, the file's classes and builtin types",
     ),
     Rule(
         id="security.dunder_name",
@@ -128,7 +129,8 @@ _RULES = [
     Rule(
         id="security.type_creation",
         kind="security",
-        summary="three-argument type(...), type.__new__ or types.new_class: classes built from strings",
+        summary="three-argument type(...), type.__new__ or types.new_class (classes built from strings), "
+        "or type(x) called as a class (objects of classes the file never names)",
     ),
     Rule(
         id="security.code_construction",
@@ -150,14 +152,15 @@ _RULES = [
     Rule(
         id="security.host_path",
         kind="security",
-        summary="opens a host path by literal (/proc, /etc, /dev, /sys, home directories)",
+        summary="a host path by literal (/proc, /etc, /dev, /sys, home directories): opened, or a string "
+        "(f-string parts included) that starts with one",
     ),
     # -- integrity -------------------------------------------------------------------------------------
     Rule(
         id="integrity.product_id_literal",
         kind="integrity",
-        summary="more product-id-like literals (9-15 digit numbers or digit runs) than the small "
-        "allowance for examples",
+        summary="more distinct product-id-like values (runs of 9-15 digits, in literals, hex literals, "
+        "identifiers or comments) than the small allowance for examples",
     ),
     Rule(
         id="integrity.assembled_id",
@@ -178,7 +181,8 @@ _RULES = [
     Rule(
         id="integrity.answer_table",
         kind="integrity",
-        summary="a constant lookup table keyed by query text or hashes, or a table of digit strings",
+        summary="a constant lookup table keyed by query text, hashes or numbers; a table of digit strings; "
+        "or a list/table of product-title-like strings",
     ),
     Rule(
         id="integrity.shipped_data",
@@ -189,8 +193,9 @@ _RULES = [
     Rule(
         id="integrity.unanalysable",
         kind="integrity",
-        summary="constant computations in the file exceed the analysis budget, so assembled answers "
-        "could not be ruled out",
+        summary="constant computation the checker cannot follow to its end (too much work, too many "
+        "elements, a value too large, the file's analysis budget spent), so assembled answers could "
+        "not be ruled out",
     ),
 ]
 

@@ -27,8 +27,15 @@ Report = Callable[[str, str, ast.AST], None]
 STATIC_FOLD_BUDGET = 20_000
 _DUNDER_TOKEN = re.compile(r"__[A-Za-z0-9_]+?__")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _starred(node: ast.Call) -> bool:
+    """Whether a call unpacks `*args` or `**kwargs` (its arguments cannot be read positionally)."""
+    return any(type(a) is ast.Starred for a in node.args) or any(k.arg is None for k in node.keywords)
+
+
 _TYPE_DESCRIPTIONS = frozenset({"__name__", "__qualname__", "__module__", "__doc__"})
-_TYPE_READERS = ("isinstance", "issubclass", "print", "str", "repr", "format", "id", "hash")
+_TYPE_READERS = frozenset({"isinstance", "issubclass", "print", "str", "repr", "format", "id", "hash"})
 _MODE = re.compile(r"[rwxabtU+]{1,5}")
 _INTERNAL_WORDS = policy.FRAME_ATTRIBUTES | policy.IMPORT_BY_NAME_ATTRIBUTES | {"__builtins__"}
 
@@ -316,8 +323,6 @@ class SecurityCheck:
             self.type_ok.add(id(node.slice))
         elif isinstance(node, ast.FormattedValue):
             self.type_ok.add(id(node.value))
-        elif isinstance(node, ast.Call) and self._builtin(node.func, *_TYPE_READERS):
-            self.type_ok.update(id(a) for a in node.args)
 
     def _match_class(self, node: ast.MatchClass) -> None:
         for name in node.kwd_attrs:
@@ -361,39 +366,47 @@ class SecurityCheck:
     def _call(self, node: ast.Call) -> None:
         func = node.func
         self.called.add(id(func))
-        self._type_context(node)
-        starred = any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None for k in node.keywords
-        )
-        if isinstance(func, ast.Name) and func.id in policy.DYNAMIC_ATTRIBUTE_BUILTINS:
-            self._dynamic_attribute(node, func.id, starred)
-        elif self._builtin(func, "type") and (len(node.args) == 3 or starred):
-            self.report("security.type_creation", "type() with three arguments builds a class", node)
-        elif self._builtin(func, "type") and len(node.args) == 1 and id(node) not in self.type_ok:
-            subject = node.args[0]
-            if not (isinstance(subject, ast.Name) and subject.id in ("self", "cls")):
-                self.report(
-                    "security.type_creation",
-                    "type(x) used as a class builds objects of classes the file never names",
-                    node,
-                )
-        elif self._builtin(func, "open"):
-            self._open(node, mode=self._argument(node, 1, "mode"), path=self._argument(node, 0, "file"))
-            if starred:
-                self.report("security.open_write", "open() with unpacked arguments: mode unknown", node)
-        elif isinstance(func, ast.Attribute) and func.attr == "open" and not self.module_paths(func.value):
-            self._open(node, mode=self._argument(node, 0, "mode"), path=None, starred=starred)
-        elif (
-            isinstance(func, ast.Attribute)
-            and func.attr == "basicConfig"
-            and any(k.arg in ("filename", "handlers") or k.arg is None for k in node.keywords)
-        ):
-            self.report("security.file_write", "logging.basicConfig(filename=…) writes a file", node)
+        if type(func) is ast.Name:
+            self._call_by_name(node, func)
+        elif type(func) is ast.Attribute:
+            if func.attr == "open" and not self.module_paths(func.value):
+                self._open(node, mode=self._argument(node, 0, "mode"), path=None, starred=_starred(node))
+            elif func.attr == "basicConfig" and any(
+                k.arg in ("filename", "handlers") or k.arg is None for k in node.keywords
+            ):
+                self.report("security.file_write", "logging.basicConfig(filename=…) writes a file", node)
+        else:
+            return
         for path in self.module_paths(func):
             if path in ("operator.attrgetter", "operator.methodcaller"):
-                self._getter(node, path, starred)
+                self._getter(node, path, _starred(node))
             elif path in ("pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"):
                 self._path_literal(self._argument(node, 0, None), node)
+
+    def _call_by_name(self, node: ast.Call, func: ast.Name) -> None:
+        name = func.id
+        if name in policy.DYNAMIC_ATTRIBUTE_BUILTINS:
+            self._dynamic_attribute(node, name, _starred(node))
+            return
+        if not self.names.is_builtin(name):
+            return
+        if name in _TYPE_READERS:
+            self.type_ok.update(id(a) for a in node.args)
+        if name == "type":
+            if len(node.args) == 3 or _starred(node):
+                self.report("security.type_creation", "type() with three arguments builds a class", node)
+            elif len(node.args) == 1 and id(node) not in self.type_ok:
+                subject = node.args[0]
+                if not (isinstance(subject, ast.Name) and subject.id in ("self", "cls")):
+                    self.report(
+                        "security.type_creation",
+                        "type(x) used as a class builds objects of classes the file never names",
+                        node,
+                    )
+        elif name == "open":
+            self._open(node, mode=self._argument(node, 1, "mode"), path=self._argument(node, 0, "file"))
+            if _starred(node):
+                self.report("security.open_write", "open() with unpacked arguments: mode unknown", node)
 
     @staticmethod
     def _argument(node: ast.Call, position: int, keyword: str | None) -> ast.AST | None:
