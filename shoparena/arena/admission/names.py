@@ -26,6 +26,8 @@ class Names:
     """Names bound somewhere other than an import."""
     classes: set[str] = field(default_factory=set)
     """Names of the classes the file defines."""
+    assigned: set[str] = field(default_factory=set)
+    """Names some statement assigns (stores, deletes, loop and with targets): not only parameters."""
 
     @property
     def bound(self) -> set[str]:
@@ -125,6 +127,7 @@ def collect(tree: Tree) -> Names:
         if kind is name_type:
             if type(node.ctx) is not load:  # type: ignore[attr-defined]
                 _bind(names, node.id)  # type: ignore[attr-defined]
+                names.assigned.add(node.id)  # type: ignore[attr-defined]
             continue
         collector = _COLLECTORS.get(kind)
         if collector is not None:

@@ -35,6 +35,8 @@ BANNED_MODULES: frozenset[str] = frozenset(
         "pkgutil", "pydoc", "site", "modulefinder", "distutils", "setuptools", "pip", "ensurepip", "venv",
         "unittest", "doctest", "pdb", "bdb", "trace", "cProfile", "profile", "timeit", "rlcompleter",
         "readline", "dis", "idlelib", "tkinter", "turtle", "turtledemo", "lib2to3",
+        # CPython's own test package: test.support.import_helper imports any module by name
+        "test",
         # the evaluator itself
         "shoparena", "miner_runner",
     }

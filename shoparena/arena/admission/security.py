@@ -304,9 +304,9 @@ class SecurityCheck:
         if isinstance(base, ast.Call):
             return self._builtin(base.func, "super")
         if isinstance(base, ast.Name):
-            return (
-                base.id in ("self", "cls") or base.id in self.names.classes or self.names.is_builtin(base.id)
-            )
+            if base.id in ("self", "cls"):  # a method's own parameter, unless the file rebinds the name
+                return base.id not in self.names.assigned
+            return base.id in self.names.classes or self.names.is_builtin(base.id)
         return False
 
     def _attribute(self, node: ast.Attribute) -> None:

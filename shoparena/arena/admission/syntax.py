@@ -11,7 +11,6 @@ import ast
 from collections.abc import Iterable
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SKIPPED_FIELDS = frozenset({"ctx", "op", "ops", "type_ignores"})
 
 

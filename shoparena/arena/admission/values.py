@@ -109,10 +109,6 @@ _WIDTH = re.compile(r"\d{4,}|\*|\{")
 """A format width/precision of 1000+ (or a computed one): refused, it would build a huge string."""
 
 
-def is_value(value: Any) -> bool:
-    return value is not UNKNOWN
-
-
 def check_size(value: Any) -> Any:
     if isinstance(value, str | bytes | bytearray) and len(value) > MAX_STR:
         raise TooBig
