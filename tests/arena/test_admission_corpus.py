@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from shoparena.agents.base import ProblemView
 from shoparena.agents.file_agent import make_file_agent
 from shoparena.arena.admission import RULES, analyse
 from shoparena.harness import Episode
-from shoparena.harness.tool_server import ToolServer
 from shoparena.problems.generator import ProblemGenerator
 from tests.arena.corpus import ADVERSARIAL, BENIGN, MINERS, evasion, expected_rules
 
@@ -92,19 +93,21 @@ def test_every_benign_agent_runs_as_a_miner_and_ends_its_episode(small_catalog, 
     """The benign corpus is real agents, not admissible-looking text: each one runs through the
     file agent against a real tool server and catalogue and ends its episode without an error."""
     problem = one_problem_per_bucket[0]
-    with ToolServer() as server:
-        for path in BENIGN:
-            agent = make_file_agent(str(path), server=server)
+    for path in BENIGN:
+        agent = make_file_agent(str(path))  # sandboxed, on its own Unix-socket tool server
+        try:
             episode = Episode.for_problem(problem, small_catalog, profile="oro7")
             run = agent.run(episode, ProblemView.of(problem))
-            assert run.error is None, f"{path.name}: {run.error}"
-            assert episode.terminated is not None, f"{path.name} did not terminate"
+        finally:
+            agent.close()
+        assert run.error is None, f"{path.name}: {run.error}"
+        assert episode.terminated is not None, f"{path.name} did not terminate"
 
 
 @pytest.mark.parametrize("name", ["reference_agentic_miner", "reference_pipeline_miner"])
 def test_the_reference_miner_files_recommend_on_every_bucket(name, small_catalog, one_problem_per_bucket):
-    with ToolServer() as server:
-        agent = make_file_agent(str(next(p for p in BENIGN if p.stem == name)), server=server)
+    agent = make_file_agent(str(next(p for p in BENIGN if p.stem == name)))
+    with contextlib.closing(agent):
         for problem in one_problem_per_bucket:
             episode = Episode.for_problem(problem, small_catalog, profile="oro7")
             run = agent.run(episode, ProblemView.of(problem))
