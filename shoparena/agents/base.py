@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shoparena.agents.inference_log import InferenceLog
 from shoparena.harness.episode import Episode
 from shoparena.problems.models import Problem
 
@@ -66,6 +67,9 @@ class AgentRun(BaseModel):
     """Raw model outputs in order (assistant messages or text), for debugging and the judge."""
     notes: list[str] = Field(default_factory=list)
     """What the agent wrapper did besides running the agent (e.g. replaying a claimed call), for audit."""
+    inference: InferenceLog | None = None
+    """The verified inference log, for agents whose model calls went through the inference proxy
+    (miner files); None for agents whose inference the harness ran itself."""
 
 
 class Agent(ABC):

@@ -13,7 +13,10 @@ and the network are still reachable; the arena's container sandbox (SPEC §6) is
 
 Trust: the episode's verified log holds every call the miner made through the tool server; the
 steps `agent_main` returns are its claim and are kept, unverified, as `AgentRun.model_outputs`.
-One claim is acted on — see `replay_claimed_ending`. Whatever comes back from the miner process is
+One claim is acted on — see `replay_claimed_ending`. The miner reaches a model only through the
+inference proxy mounted on the same server (`miner_sdk.chat`); a call is `llm` only when it used a
+tool call of a response the proxy returned in that episode, and the proxy's log of the episode comes
+back as `AgentRun.inference`. Whatever comes back from the miner process is
 bounded before it reaches a record: the steps' size and count, the error and traceback texts, and
 the arguments quoted in notes (the episode bounds what it stores itself).
 """
@@ -33,12 +36,14 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView
+from shoparena.agents.inference_proxy import InferenceProxy, ProxyLimits, inference_log, settle
 from shoparena.harness.episode import Episode
 from shoparena.harness.record_limits import clean_text
 from shoparena.harness.tool_server import ToolServer
@@ -57,8 +62,12 @@ MAX_STEPS = 1000
 MAX_ERROR_CHARS = 2000
 MAX_TRACEBACK_CHARS = 3000
 MAX_SHOWN_CHARS = 200
+INFERENCE_API_KEY_ENV = "SHOPARENA_INFERENCE_API_KEY"
+"""Where the proxy's upstream API key is read from (the miner's environment never has it)."""
 """How much of claimed arguments a note quotes."""
 ENDING_TOOLS = ("recommend_product", "terminate")
+SETTLE_S = 2.0
+"""How long a finished run waits for an inference request still in flight to be logged."""
 
 
 def shown(value: Any) -> str:
@@ -206,6 +215,7 @@ class FileAgent(Agent):
         server: ToolServer | None,
         open_files: int = 256,
         file_mb: int = 64,
+        inference: InferenceProxy | None = None,
     ):
         super().__init__(name=path.stem, version=hashlib.sha256(source).hexdigest()[:12])
         self.path = path
@@ -219,12 +229,16 @@ class FileAgent(Agent):
         self._server = server
         self._own_server = server is None
         self._server_lock = threading.Lock()
+        self.inference = inference
+        """The proxy mounted on the tool server (the caller mounts it on a server it gives)."""
 
     def server(self) -> ToolServer:
-        """The tool server the miner talks to: the one given, or one this agent starts and owns."""
+        """The tool server the miner talks to: the one given, or one this agent starts and owns
+        (with the inference proxy mounted)."""
         with self._server_lock:
             if self._server is None:
-                self._server = ToolServer()
+                routers = [self.inference.router] if self.inference is not None else []
+                self._server = ToolServer(routers=routers)
             if not self._server.running:
                 self._server.start()
             return self._server
@@ -239,14 +253,28 @@ class FileAgent(Agent):
         server = self.server()
         workdir = Path(tempfile.mkdtemp(prefix="shoparena-miner-"))
         try:
-            token = server.register(episode, ttl_s=self.timeout_s + 30)
+            state = self.inference.new_state() if self.inference is not None else None
+            token = server.register(episode, ttl_s=self.timeout_s + 30, state=state)
+            session = server.session_of(token)
+            assert session is not None
             try:
                 outcome = self._run_process(workdir, server.url, token, view)
             finally:
                 server.revoke(token)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        return self._to_run(episode, outcome)
+        run = self._to_run(episode, outcome)
+        if not settle(session, SETTLE_S):
+            run.notes.append(
+                "an inference request was still in flight when the run ended; it is not in the log"
+            )
+        run.inference = inference_log(session, self.inference.limits if self.inference else None)
+        if run.inference.unverified_llm_claims:
+            run.notes.append(
+                f"{run.inference.unverified_llm_claims} tool call(s) claimed as emitted by the model "
+                "matched no tool call of an inference response and were recorded as code"
+            )
+        return run
 
     # -- process -------------------------------------------------------------------------------
     def _run_process(self, workdir: Path, url: str, token: str, view: ProblemView) -> _ProcessOutcome:
@@ -431,13 +459,30 @@ def make_file_agent(
     cpu_s: int | None = None,
     python: str = sys.executable,
     server: ToolServer | None = None,
+    inference: InferenceProxy | None = None,
+    inference_models: str | Mapping[str, str] | None = None,
+    inference_default: str | None = None,
+    inference_limits: Mapping[str, Any] | None = None,
+    inference_api_key_env: str | None = INFERENCE_API_KEY_ENV,
     **options: Any,
 ) -> FileAgent:
     """A miner-file agent for `target` (a .py file). Pass `server` to share one tool server across
     agents (the arena's); otherwise the agent starts its own on first use and stops it in `close()`.
-    `cpu_s` defaults to the timeout plus 5 s; `memory_mb=None` leaves the address space unlimited."""
+    `cpu_s` defaults to the timeout plus 5 s; `memory_mb=None` leaves the address space unlimited.
+
+    Inference: the agent's own server mounts an inference proxy allowing `inference_models`
+    (`NAME=UPSTREAM,…` or a mapping; default: the offline reference models), with `inference_limits`
+    (`ProxyLimits` fields) and the upstream API key read from `inference_api_key_env`. With a given
+    `server`, pass the `inference` proxy mounted on it (else the miner has no model to call)."""
     if options:
         raise AgentSpecError(f"file agent: unknown option(s) {', '.join(sorted(options))}")
+    if inference is None and server is None:
+        inference = _make_proxy(inference_models, inference_default, inference_limits, inference_api_key_env)
+    elif inference_models is not None or inference_limits is not None or inference_default is not None:
+        raise AgentSpecError(
+            "file agent: inference_models/inference_limits/inference_default configure the agent's own "
+            "server; with a given server, pass the InferenceProxy mounted on it as inference="
+        )
     path = Path(target).expanduser().resolve()
     if not path.is_file():
         raise AgentSpecError(f"miner file {target!r} does not exist (file:PATH names a .py file)")
@@ -446,5 +491,49 @@ def make_file_agent(
     source = path.read_bytes()
     _check_source(path, source)
     return FileAgent(
-        path, source, timeout_s=timeout_s, memory_mb=memory_mb, cpu_s=cpu_s, python=python, server=server
+        path,
+        source,
+        timeout_s=timeout_s,
+        memory_mb=memory_mb,
+        cpu_s=cpu_s,
+        python=python,
+        server=server,
+        inference=inference,
     )
+
+
+def parse_models(value: str | Mapping[str, str]) -> dict[str, str]:
+    """`NAME=UPSTREAM,NAME=UPSTREAM` (or a mapping) → the proxy's allowlist."""
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    models: dict[str, str] = {}
+    for item in value.split(","):
+        name, sep, upstream = item.strip().partition("=")
+        if not sep or not name.strip() or not upstream.strip():
+            raise AgentSpecError(
+                f"file agent: inference_models item {item.strip()!r}: expected NAME=UPSTREAM, e.g. "
+                "reference-agentic=offline:reference-agentic or qwen=http://127.0.0.1:8000/v1#Qwen/Qwen3-4B"
+            )
+        models[name.strip()] = upstream.strip()
+    return models
+
+
+def _make_proxy(
+    models: str | Mapping[str, str] | None,
+    default: str | None,
+    limits: Mapping[str, Any] | None,
+    api_key_env: str | None,
+) -> InferenceProxy:
+    try:
+        return InferenceProxy(
+            parse_models(models) if models is not None else None,
+            limits=ProxyLimits.model_validate(dict(limits or {})),
+            default_model=default,
+            api_key_env=api_key_env,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise AgentSpecError(f"file agent: inference_limits: {where}: {first['msg']}") from None
+    except ValueError as exc:
+        raise AgentSpecError(f"file agent: {exc}") from None
