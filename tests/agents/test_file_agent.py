@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from shoparena.agents.base import AgentSpecError, ProblemView, make_agent
 from shoparena.agents.file_agent import FileAgent, StepFormatError, make_file_agent, parse_steps
+from shoparena.agents.inference_proxy import InferenceProxy
 from shoparena.harness import Episode
 from shoparena.harness.tool_server import ToolServer
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
@@ -106,16 +107,23 @@ def test_files_that_are_not_miners_are_refused_up_front(tmp_path):
 def test_a_good_miner_drives_the_episode_through_the_sdk(file_catalog, file_problems, file_server):
     problem = file_problems[0]
     episode, run = run_on_problem(miner("good_miner", file_server), file_catalog, problem)
-    assert run.error is None and run.notes == []
+    assert run.error is None
     names = [(c.name, c.origin) for c in episode.calls]
+    # it claims origin "llm" for its searches and its recommendation, but no model answered any of
+    # them: every call is recorded as code, and the rejected claims are counted and noted
     assert names[-3:] == [
         ("view_product_information", "code"),
-        ("recommend_product", "llm"),
+        ("recommend_product", "code"),
         ("terminate", "code"),
     ]
-    assert {origin for name, origin in names[:-3]} == {"llm"} and {n for n, _ in names[:-3]} == {
+    assert {origin for name, origin in names[:-3]} == {"code"} and {n for n, _ in names[:-3]} == {
         "find_product"
     }
+    assert run.inference.requests == 0 and run.inference.unverified_llm_claims == len(names) - 2
+    assert run.notes == [
+        f"{len(names) - 2} tool call(s) claimed as emitted by the model matched no tool call of an "
+        "inference response and were recorded as code"
+    ]
     assert episode.terminated == "success" and episode.ended
     claimed = run.model_outputs[-1]["completion"]["message"]["tool_call"][0]
     assert episode.recommended_product_ids == [claimed["parameters"]["product_ids"]]
@@ -361,15 +369,19 @@ def test_a_miner_named_like_a_harness_file_still_runs(
     assert [c.name for c in episode.calls][-2:] == ["recommend_product", "terminate"]
 
 
-def test_a_miner_reaches_a_server_listening_on_a_unix_socket_only(file_catalog, file_problems):
+def test_a_miner_reaches_tools_and_inference_on_a_server_listening_on_a_unix_socket_only(
+    file_catalog, file_problems
+):
+    proxy = InferenceProxy()
     with (
         tempfile.TemporaryDirectory(prefix="fa-", dir="/tmp") as where,
-        ToolServer(host=None, socket_path=Path(where) / "tools.sock") as unix_only,
+        ToolServer(host=None, socket_path=Path(where) / "tools.sock", routers=[proxy.router]) as unix_only,
     ):
         assert unix_only.url.startswith("unix:///")
-        episode, run = run_on_problem(miner("good_miner", unix_only), file_catalog, file_problems[0])
+        agent = make_file_agent(str(MINERS / "chat_miner.py"), server=unix_only, inference=proxy)
+        episode, run = run_on_problem(agent, file_catalog, file_problems[0])
     assert run.error is None and episode.terminated == "success"
-    assert {c.origin for c in episode.calls} == {"llm", "code"}
+    assert {c.origin for c in episode.calls} == {"llm"} and run.inference.served >= 2
 
 
 def test_the_sdk_refuses_an_address_it_cannot_use(tmp_path, monkeypatch, file_catalog):
