@@ -108,7 +108,9 @@ def check_reasoned(view: TraceView, usage: TokenUsage, rules: RuleSettings = DEF
             False,
             f"the model wrote {reasoning_words} word(s) of reasoning (< {rules.min_reasoning_words})",
         )
+    source = "reported"
     if view.inference is not None:
+        source = "verified by the inference proxy"
         usage = TokenUsage(
             prompt_tokens=view.inference.prompt_tokens,
             completion_tokens=view.inference.completion_tokens,
@@ -123,16 +125,15 @@ def check_reasoned(view: TraceView, usage: TokenUsage, rules: RuleSettings = DEF
         return GateCheck(
             REASONED,
             False,
-            f"{usage.completion_tokens} completion tokens reported (< {rules.min_completion_tokens})",
+            f"{usage.completion_tokens} completion tokens {source} (< {rules.min_completion_tokens})",
         )
     if usage.completion_tokens < rules.min_tokens_per_word * reasoning_words:
         return GateCheck(
             REASONED,
             False,
             f"{reasoning_words} words of reasoning but only {usage.completion_tokens} completion tokens "
-            "reported: the text was not produced by that inference",
+            f"{source}: the text was not produced by that inference",
         )
-    source = "verified by the inference proxy" if view.inference is not None else "reported"
     return GateCheck(
         REASONED,
         True,
