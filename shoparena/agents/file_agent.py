@@ -248,6 +248,8 @@ class FileAgent(Agent):
             if self._own_server and self._server is not None:
                 self._server.stop()
                 self._server = None
+            if self._own_server and self.inference is not None:
+                self.inference.close()
 
     def run(self, episode: Episode, view: ProblemView) -> AgentRun:
         server = self.server()

@@ -206,6 +206,11 @@ class InferenceProxy:
         self.limits = limits or ProxyLimits()
         self.router = self._build_router()
 
+    def close(self) -> None:
+        """Release the upstreams' connections (the proxy stays usable; they reconnect)."""
+        for upstream in self.models.values():
+            upstream.close()
+
     # -- sessions ------------------------------------------------------------------------------------
     def new_state(self) -> dict[str, Any]:
         """The `state` to register an episode's tool session with (opens its clock now)."""
@@ -231,7 +236,10 @@ class InferenceProxy:
             return reply(200, {"object": "list", "data": data, "default": self.default_model})
 
         @router.post(CHAT_PATH)
-        async def chat(request: Request, session: ToolSession = Depends(current_session)) -> Response:
+        async def chat(request: Request) -> Response:
+            # the session is looked up here rather than through Depends: FastAPI's dependency solver
+            # costs more per request than everything the proxy itself does
+            session = await current_session(request)
             state = self.session_state(session)
             arrived = time.monotonic()
             try:

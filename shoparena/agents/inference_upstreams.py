@@ -55,6 +55,10 @@ class Upstream(Protocol):
         UpstreamError."""
         ...
 
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
 
 class OfflineUpstream:
     """The offline reference model as an upstream."""
@@ -62,6 +66,9 @@ class OfflineUpstream:
     def __init__(self, name: str = "reference-agentic"):
         self.model = ReferenceChatModel(name)
         self.label = f"{OFFLINE_SCHEME}{name}"
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     def complete(self, body: dict[str, Any], context: EpisodeContext) -> dict[str, Any]:
         try:
@@ -84,10 +91,18 @@ class HttpUpstream:
         backoff_base_s: float = 0.5,
     ):
         self.client = ChatCompletionsClient(
-            base_url, api_key, timeout_s=timeout_s, max_retries=max_retries, backoff_base_s=backoff_base_s
+            base_url,
+            api_key,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            backoff_base_s=backoff_base_s,
+            keep_alive=True,  # every request of every episode goes this way: no connection set-up each
         )
         self.model = model
         self.label = base_url.rstrip("/") + (f"#{model}" if model else "")
+
+    def close(self) -> None:
+        self.client.close()
 
     def complete(self, body: dict[str, Any], context: EpisodeContext) -> dict[str, Any]:
         if self.model:

@@ -187,11 +187,17 @@ class ReferenceChatModel:
         solver = Solver(plan, names, capacity)
         batches = solver.steps()
         batch = _next_with_calls(batches, None, [])
-        for results in conversation.turns:
+        for turn, results in enumerate(conversation.turns, start=1):
             if batch is None:
                 return len(conversation.turns) + 1, None
             used[0] += len(batch.calls)
-            batch = _next_with_calls(batches, results, [])
+            try:
+                batch = _next_with_calls(batches, results, [])
+            except Exception as exc:  # results the policy cannot read: the request's fault, said plainly
+                raise ReferenceModelError(
+                    f"the offline reference model cannot read the tool results after assistant turn {turn} "
+                    f"(expected each tool message to hold the tool's reply text): {type(exc).__name__}: {exc}"
+                ) from None
         return len(conversation.turns) + 1, batch
 
     def complete(
