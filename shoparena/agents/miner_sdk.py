@@ -97,7 +97,10 @@ def _request(method: str, path: str, payload: dict | None, timeout_s: float) -> 
 
 
 def call_tool(name: str, origin: str = "code", call_id: str | None = None, **arguments: Any) -> dict:
-    """Call one tool; returns `{"ok", "result", "error", "text", "call_id", "step", "ended"}`.
+    """Call one tool; returns `{"ok", "result", "error", "text", "call_id", "step", "ended", "origin"}`.
+
+    `origin` is accepted for compatibility and decides nothing: the server records `llm` only for a
+    call that matches a tool call of an earlier `chat()` response (the reply's `origin` says which).
 
     A call the episode recorded (including a refused one: bad arguments, unknown tool, episode over)
     comes back as that observation with `ok` false, exactly what a model would be shown; only a

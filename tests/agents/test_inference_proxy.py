@@ -30,6 +30,7 @@ from shoparena.harness import UPSTREAM, Episode
 from shoparena.harness.tool_server import ToolServer
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.problems.generator import ProblemGenerator
+from shoparena.store import open_store
 from tests.agents.conftest_llm import Reply, ScriptedChatServer, completion, error_body, tool_call
 
 MINERS = Path(__file__).resolve().parent / "miners"
@@ -418,7 +419,7 @@ def test_an_http_upstream_is_forwarded_to_with_its_model_and_capped_tokens(proxy
 
 # -- the record ---------------------------------------------------------------------------------------
 def test_the_log_is_written_into_the_record_and_records_without_one_keep_their_bytes(
-    proxy_catalog, proxy_problems, proxy_server, proxy, monkeypatch
+    proxy_catalog, proxy_problems, proxy_server, proxy, monkeypatch, tmp_path
 ):
     problem = proxy_problems[0]
     episode = Episode.for_problem(problem, proxy_catalog, profile="oro7")
@@ -461,3 +462,14 @@ def test_the_log_is_written_into_the_record_and_records_without_one_keep_their_b
         orjson.dumps(TrajectoryRecord.model_validate(orjson.loads(old_line)).model_dump(mode="json"))
         == old_line
     )
+
+    # the store keeps the log: its export gives back the very bytes, log included
+    store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        other = without.model_copy(update={"record_id": "other"})
+        assert store.ingest([with_log, other]).inserted == 2
+        store.export(tmp_path / "out.jsonl")
+    finally:
+        store.close()
+    exported = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    assert line in exported and orjson.dumps(other.model_dump(mode="json")) in exported
