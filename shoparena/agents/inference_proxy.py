@@ -105,6 +105,9 @@ class ProxyLimits(BaseModel):
     max_messages: int = Field(default=512, ge=1)
     max_text_chars: int = Field(default=16_384, ge=64)
     """Per stored response text (reasoning, content, one call's arguments)."""
+    max_log_chars: int = Field(default=1_000_000, ge=1024)
+    """All stored response texts of an episode; past it, texts are kept as previews."""
+    preview_chars: int = Field(default=512, ge=16)
     max_logged_calls: int = Field(default=64, ge=1)
     """Tool calls of one response stored in the log (all of them are offered to the ledger)."""
     max_refused_entries: int = Field(default=16, ge=0)
@@ -161,6 +164,8 @@ class ProxySession:
     entries: list[_Served] = field(default_factory=list)
     refusals_stored: int = 0
     refused_unstored: int = 0
+    text_chars: int = 0
+    """Characters of response text stored so far (against `max_log_chars`)."""
 
     @property
     def tokens_used(self) -> int:
@@ -424,19 +429,15 @@ class InferenceProxy:
         if completion is None:
             completion = math.ceil(len(jsontext.dumps(message)) / CHARS_PER_TOKEN)
         calls = response_tool_calls(message)
-        cuts: list[str | None] = []
-        reasoning, note = _capped(
-            message.get("reasoning_content", message.get("reasoning")), limits, "reasoning"
-        )
-        cuts.append(note)
-        content, note = _capped(message.get("content"), limits, "content")
-        cuts.append(note)
+        texts = _TextBudget(limits, state.text_chars)  # one request in flight: nobody else spends it
+        reasoning = texts.keep(message.get("reasoning_content", message.get("reasoning")), "reasoning")
+        content = texts.keep(message.get("content"), "content")
         stored: list[InferenceToolCall] = []
         for call in calls[: limits.max_logged_calls]:
             key = canonical_arguments(call.arguments) if call.error is None else None
-            text, note = _capped(key if key is not None else call.raw, limits, "tool call arguments")
-            cuts.append(note)
-            stored.append(InferenceToolCall(name=clean_text(call.name), arguments=text or ""))
+            text = texts.keep(key if key is not None else call.raw, "tool call arguments")
+            stored.append(InferenceToolCall(name=clean_text(call.name)[:128], arguments=text or ""))
+        cuts = texts.cuts
         if len(calls) > limits.max_logged_calls:
             cuts.append(f"{len(calls) - limits.max_logged_calls} more tool call(s) not stored")
         finish = choice.get("finish_reason")
@@ -455,6 +456,7 @@ class InferenceProxy:
         )
         with state.lock:
             state.served += 1
+            state.text_chars = texts.used
             state.prompt_tokens += prompt
             state.completion_tokens += completion
             # offered before the reply leaves: a tool call may follow the instant the agent reads it
@@ -589,11 +591,25 @@ def _tokens(usage: dict[str, Any], key: str) -> int | None:
     return None
 
 
-def _capped(value: Any, limits: ProxyLimits, what: str) -> tuple[str | None, str | None]:
-    if value is None:
-        return None, None
-    limit = limits.max_text_chars
-    text = clean_text(value if isinstance(value, str) else jsontext.dumps(value))
-    if len(text) <= limit:
-        return text, None
-    return text[:limit], f"{what} of {len(text):,} characters kept as the first {limit:,}"
+class _TextBudget:
+    """Caps the texts of one log entry: each at `max_text_chars`, and once the episode's stored texts
+    reach `max_log_chars`, each at `preview_chars`. What was cut is said in `cuts`."""
+
+    def __init__(self, limits: ProxyLimits, used: int):
+        self.limits = limits
+        self.used = used
+        self.cuts: list[str] = []
+
+    def keep(self, value: Any, what: str) -> str | None:
+        if value is None:
+            return None
+        limits = self.limits
+        text = clean_text(value if isinstance(value, str) else jsontext.dumps(value))
+        room = limits.max_log_chars - self.used
+        limit = limits.max_text_chars if room >= limits.max_text_chars else max(room, limits.preview_chars)
+        if len(text) > limit:
+            why = "" if limit == limits.max_text_chars else " (the log's text budget is spent)"
+            self.cuts.append(f"{what} of {len(text):,} characters kept as the first {limit:,}{why}")
+            text = text[:limit]
+        self.used += len(text)
+        return text

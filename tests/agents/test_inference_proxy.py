@@ -473,3 +473,24 @@ def test_the_log_is_written_into_the_record_and_records_without_one_keep_their_b
         store.close()
     exported = (tmp_path / "out.jsonl").read_bytes().splitlines()
     assert line in exported and orjson.dumps(other.model_dump(mode="json")) in exported
+
+
+def test_logged_texts_are_capped_per_text_and_per_episode(proxy_catalog, monkeypatch):
+    long = "word " * 120  # 600 characters of reasoning per response
+    replies = [Reply(completion("ok", reasoning_content=long)) for _ in range(4)]
+    with ScriptedChatServer(replies) as upstream_server:
+        limits = ProxyLimits(max_text_chars=400, max_log_chars=1024, preview_chars=50)
+        proxy = InferenceProxy({"m": HttpUpstream(upstream_server.base_url, max_retries=0)}, limits=limits)
+        episode = Episode(proxy_catalog, "a desk lamp", problem_id="p-9")
+        with (
+            ToolServer(routers=[proxy.router]) as server,
+            sdk_session(server, episode, proxy, monkeypatch) as session,
+        ):
+            for _ in range(4):  # the agent gets every response whole; only the log is bounded
+                reply = miner_sdk.chat([{"role": "user", "content": episode.query}])
+                assert reply["choices"][0]["message"]["reasoning_content"] == long
+            log = proxy.log_of(session)
+    assert [len(e.reasoning) for e in log.entries] == [400, 400, 220, 50]  # 1024 − 2 × (400 + len("ok"))
+    assert log.entries[0].cut == "reasoning of 600 characters kept as the first 400"
+    assert log.entries[3].cut.endswith("kept as the first 50 (the log's text budget is spent)")
+    assert [e.content for e in log.entries] == ["ok", "ok", "ok", "ok"]
