@@ -5,8 +5,9 @@ This is the judge's evidence that a model really reasoned, and the record of whi
 emitted (a call is `llm` only when it used one of the calls listed here). It is written by the proxy,
 never by the agent. Pure data with no imports of the stages, so it can sit with the other records.
 
-Bounded like the call log: texts are capped per entry, and refused requests beyond a few are counted,
-not stored (the `notes` say so).
+Bounded like the call log: each text is capped, the texts of an episode have a budget past which they
+are kept as previews (an entry's `cut` says so), and refused requests beyond a few are counted, not
+stored (the `notes` say so). Served and failed requests are bounded by the proxy's per-episode cap.
 """
 
 from __future__ import annotations
