@@ -18,6 +18,7 @@ from shoparena.agents.file_agent import make_file_agent
 from shoparena.agents.inference_log import InferenceLog
 from shoparena.agents.inference_proxy import InferenceProxy, ProxyLimits
 from shoparena.agents.inference_upstreams import HttpUpstream, make_upstream
+from shoparena.agents.runner import TRAJECTORIES_FILE, read_trajectories, run_eval
 from shoparena.agents.trajectory import (
     AgentInfo,
     HarnessInfo,
@@ -37,10 +38,15 @@ MINERS = Path(__file__).resolve().parent / "miners"
 
 
 @pytest.fixture(scope="module")
-def proxy_catalog(tmp_path_factory):
+def proxy_catalog_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("proxy-cat") / "c"
     build_synthetic(path, 2000, seed=5, workers=1)
-    catalog = open_catalog(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def proxy_catalog(proxy_catalog_dir):
+    catalog = open_catalog(proxy_catalog_dir)
     yield catalog
     catalog.close()
 
@@ -494,3 +500,18 @@ def test_logged_texts_are_capped_per_text_and_per_episode(proxy_catalog, monkeyp
     assert log.entries[0].cut == "reasoning of 600 characters kept as the first 400"
     assert log.entries[3].cut.endswith("kept as the first 50 (the log's text budget is spent)")
     assert [e.content for e in log.entries] == ["ok", "ok", "ok", "ok"]
+
+
+def test_an_eval_run_of_a_miner_file_records_its_calls_as_llm(proxy_catalog_dir, proxy_problems, tmp_path):
+    """Through the runner (a worker process, the file agent's own server and proxy, `--sandbox none`
+    in effect): the records carry the verified origins. (The log reaches the record once the runner
+    copies `AgentRun.inference` into it.)"""
+    result = run_eval(
+        proxy_catalog_dir, list(proxy_problems), f"file:{MINERS / 'chat_miner.py'}", {"timeout_s": 60},
+        tmp_path / "run", executor="process", workers=1, similarity="lexical", n_bootstrap=100,
+    )  # fmt: skip
+    records = read_trajectories(tmp_path / "run" / TRAJECTORIES_FILE).records
+    assert len(records) == len(proxy_problems) and result.metrics
+    for record in records:
+        assert record.outcome.error is None and record.outcome.terminated == "success"
+        assert record.calls and {call.origin for call in record.calls} == {"llm"}
