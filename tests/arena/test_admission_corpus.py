@@ -84,6 +84,13 @@ def test_the_repos_hostile_miner_files_are_rejected(name, rule):
     assert rule in {v.rule for v in analyse((MINERS / f"{name}.py").read_bytes())}
 
 
+OFFLINE_MODELS = {
+    "Qwen/Qwen3-4B-Instruct-2507": "offline:reference-agentic",
+    "reference-agentic": "offline:reference-agentic",
+}
+"""The model the benign LLM agents ask for, served by the proxy's offline reference model."""
+
+
 @pytest.fixture(scope="module")
 def one_problem_per_bucket(small_catalog):
     return ProblemGenerator(small_catalog, seed=3).generate(3, buckets=("product", "shop", "voucher"))
@@ -94,7 +101,8 @@ def test_every_benign_agent_runs_as_a_miner_and_ends_its_episode(small_catalog, 
     file agent against a real tool server and catalogue and ends its episode without an error."""
     problem = one_problem_per_bucket[0]
     for path in BENIGN:
-        agent = make_file_agent(str(path))  # sandboxed, on its own Unix-socket tool server
+        # sandboxed, on its own Unix-socket tool server; the LLM agents' model is the offline reference one
+        agent = make_file_agent(str(path), inference_models=OFFLINE_MODELS)
         try:
             episode = Episode.for_problem(problem, small_catalog, profile="oro7")
             run = agent.run(episode, ProblemView.of(problem))
@@ -106,7 +114,7 @@ def test_every_benign_agent_runs_as_a_miner_and_ends_its_episode(small_catalog, 
 
 @pytest.mark.parametrize("name", ["reference_agentic_miner", "reference_pipeline_miner"])
 def test_the_reference_miner_files_recommend_on_every_bucket(name, small_catalog, one_problem_per_bucket):
-    agent = make_file_agent(str(next(p for p in BENIGN if p.stem == name)))
+    agent = make_file_agent(str(next(p for p in BENIGN if p.stem == name)), inference_models=OFFLINE_MODELS)
     with contextlib.closing(agent):
         for problem in one_problem_per_bucket:
             episode = Episode.for_problem(problem, small_catalog, profile="oro7")
