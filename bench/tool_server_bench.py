@@ -178,12 +178,20 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3000, help="timed calls per client mode")
     parser.add_argument("--bursts", type=lambda s: [int(x) for x in s.split(",")], default=[50, 100, 300])
     parser.add_argument("--old-ref", default="3ae2a60", help="git ref of the ThreadingHTTPServer version")
+    parser.add_argument(
+        "--ab",
+        type=int,
+        default=0,
+        help="instead: N alternating rounds of the guarded h11 parser against plain httptools (unix, keep-alive)",
+    )
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "out"))
     args = parser.parse_args()
 
     directory = bench_catalogue(args.products, args.catalog, "toolserver", console)
     backend = open_catalog(directory)
     baseline = percentiles(in_process(backend, args.calls))
+    if args.ab:
+        return parser_ab(backend, args, baseline)
     results = {"in-process": baseline}
     old = load_old_server(args.old_ref)
     with old.ToolServer() as server:
@@ -258,6 +266,41 @@ def main() -> None:
             value.pop("samples", None)
     out_file.write_text(json.dumps(report, indent=2))
     console.print(f"wrote {out_file}")
+
+
+def parser_ab(backend, args, baseline: dict) -> None:
+    """The guarded h11 protocol the tool server uses against uvicorn's httptools (which bounds no
+    request head), alternated round by round so a noisy machine's load falls on both alike."""
+    table = Table(title=f"Parser A/B ({args.calls:,} calls per row): p50 ms, overhead = p50 − in-process")
+    for column in ("round", "parser", "unix sdk p50", "keep-alive p50", "unix overhead"):
+        table.add_column(column, justify="left" if column in ("round", "parser") else "right")
+    rows = []
+    for round_no in range(args.ab):
+        for parser in ("h11-guarded", "httptools"):
+            with tempfile.TemporaryDirectory(prefix="tsb-", dir="/tmp") as where:
+                server = ToolServer(socket_path=os.path.join(where, "tools.sock"))
+                if parser == "httptools":
+                    server.http_protocol = "httptools"
+                with server:
+                    token = server.register(Episode(backend, "benchmark", step_cap=10**7, limits=UNBOUNDED))
+                    unix = percentiles(client("sdk", server.unix_url, token, args.calls)["samples"])
+                    kept = percentiles(client("keep-alive", server.tcp_url, token, args.calls)["samples"])
+            rows.append({"round": round_no, "parser": parser, "unix": unix, "keep-alive": kept})
+            table.add_row(
+                str(round_no),
+                parser,
+                f"{unix['p50_ms']:.3f}",
+                f"{kept['p50_ms']:.3f}",
+                f"{unix['p50_ms'] - baseline['p50_ms']:.3f}",
+            )
+    console.print(table)
+    for parser in ("h11-guarded", "httptools"):
+        mine = [r for r in rows if r["parser"] == parser]
+        unix = sorted(r["unix"]["p50_ms"] for r in mine)
+        kept = sorted(r["keep-alive"]["p50_ms"] for r in mine)
+        console.print(
+            f"{parser}: median of rounds — unix sdk p50 {unix[len(unix) // 2]:.3f} ms, keep-alive p50 {kept[len(kept) // 2]:.3f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ call never holds up another session; calls of one session are serialised by the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -94,8 +95,10 @@ async def current_session(request: Request) -> ToolSession:
     return session
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused without reading it when it is chunked or over `limit` bytes."""
+async def read_body(request: Request, limit: int, timeout_s: float | None = None) -> bytes:
+    """The request body, refused without reading it when it is chunked or over `limit` bytes, and
+    refused (408) when it has not all arrived within `timeout_s` (by default the server's
+    `request_timeout_s`; a trickled body would hold its connection and task forever)."""
     if "chunked" in request.headers.get("transfer-encoding", "").lower():
         raise Refusal(411, "chunked bodies are not accepted; send Content-Length", close=True)
     try:
@@ -106,7 +109,12 @@ async def read_body(request: Request, limit: int) -> bytes:
         raise Refusal(400, "Content-Length is not a non-negative integer", close=True)
     if length > limit:
         raise Refusal(413, f"request body of {length} bytes exceeds the limit of {limit} bytes", close=True)
-    return await request.body()
+    if timeout_s is None:
+        timeout_s = tool_server_of(request).request_timeout_s
+    try:
+        return await asyncio.wait_for(request.body(), timeout_s)
+    except TimeoutError:
+        raise Refusal(408, f"the request body did not arrive within {timeout_s:g} s", close=True) from None
 
 
 def client_gone(request: Request, what: str) -> Response:
