@@ -8,6 +8,7 @@ which tools it called, what they returned, or who emitted them.
 from __future__ import annotations
 
 import importlib
+import sys
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -109,3 +110,9 @@ def make_agent(spec: str, **options: Any) -> Agent:
     module_name, _, factory_name = AGENT_KINDS[kind].partition(":")
     factory = getattr(importlib.import_module(module_name), factory_name)
     return factory(target, **options)
+
+
+def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """`warnings.showwarning` for warnings meant for the user (an unconfined sandbox, say): one line
+    each, without the source line Python's default format quotes. The CLI and pool workers install it."""
+    print(f"warning: {message}", file=file if file is not None else sys.stderr)

@@ -19,12 +19,21 @@ import signal
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, RunnerError, make_agent
+from shoparena.agents.base import (
+    AGENT_KINDS,
+    Agent,
+    AgentRun,
+    ProblemView,
+    RunnerError,
+    make_agent,
+    one_line_warning,
+)
 from shoparena.agents.config import EXECUTORS, AgentIdentity, WorkerConfig, utc_now
 from shoparena.agents.episodes import EpisodeOutput, EpisodeTask, episode_record, failed_record
 from shoparena.harness.episode import Episode, load_shops
@@ -206,6 +215,7 @@ class InlineExecutor(Executor):
 def _worker_main(config: WorkerConfig, conn: Connection) -> None:
     """A pool worker: build once, then answer one task at a time until told to stop (None)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    warnings.showwarning = one_line_warning
     try:
         worker = EpisodeWorker(config)
     except BaseException as exc:

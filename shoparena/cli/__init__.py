@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import typer
 
+from shoparena.agents.base import one_line_warning
 from shoparena.cli import (
     arena_cmd,
     catalog_cmd,
@@ -44,4 +47,5 @@ miner_cmd.register(app)
 
 
 def main() -> None:
+    warnings.showwarning = one_line_warning
     app()
