@@ -234,8 +234,6 @@ class JobBoard:
         leases = []
         for row in rows:
             beat = beats.get(row.lease_id)
-            if beat is not None and beat.tzinfo is None:  # an aggregate skips the column's type on SQLite
-                beat = datetime.fromisoformat(str(beat)).replace(tzinfo=UTC)
             expires = max(row.expires_at, beat) if beat is not None else row.expires_at
             leases.append(
                 Lease(
