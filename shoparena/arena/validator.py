@@ -244,7 +244,8 @@ class Validator:
         on_error: Callable[[JobFailed], None] | None = None,
     ) -> None:
         """Claim and evaluate jobs until `stop` is set, waiting `poll_s` whenever none is waiting.
-        A job that fails is reported and skipped; an unreachable arena is retried."""
+        A job that fails is reported and skipped; an unreachable or unavailable (5xx) arena is retried;
+        any other refusal (this key is not a validator's, say) stops the loop."""
         stop = stop or threading.Event()
         self.check()
         while not stop.is_set():
@@ -254,8 +255,16 @@ class Validator:
                 if on_error is not None:
                     on_error(exc)
                 continue
-            except ArenaRefused:
-                raise
+            except ArenaRefused as exc:
+                if exc.status < 500:
+                    raise
+                log.warning(
+                    "the arena cannot serve now (%s): %s; retrying in %g s",
+                    exc.error,
+                    exc,
+                    self.settings.poll_s,
+                )
+                report = None
             except ValidatorError:
                 raise
             except ArenaError as exc:

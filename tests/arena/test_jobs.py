@@ -362,3 +362,25 @@ def test_job_tables_are_append_only(job_arena, server_factory, miner, validator)
         for statement in (f"UPDATE {table} SET id = id", f"DELETE FROM {table}"):
             with pytest.raises(DBAPIError, match="append-only"), job_arena.store.engine.begin() as connection:
                 connection.execute(text(statement))
+
+
+def test_a_result_over_the_size_cap_is_refused_unread(
+    tmp_path, small_catalog_dir, job_bank, server_factory, miner, validator, raw_records
+):
+    arena = make_arena(
+        tmp_path / "arena",
+        small_catalog_dir,
+        job_bank,
+        {"miner": [miner], "validator": [validator]},
+        evaluation=EVALUATION,
+        jobs={"max_result_bytes": 4096},
+    )
+    try:
+        server = server_factory(arena)
+        submit(server, miner)
+        with client(server, validator) as holder:
+            offer = holder.claim()
+            too_large = refusal(lambda: holder.post_result(post_for(offer, raw_records, validator.hotkey)))
+        assert (too_large.status, too_large.error) == (413, "too_large") and arena.store.count() == 0
+    finally:
+        arena.close()
