@@ -1,8 +1,14 @@
-"""Eval runner throughput: episodes/s of `run_eval` with `reference:pipeline` (no model) on a 100k catalogue.
+"""Eval runner throughput: episodes/s of `run_eval` with `reference:pipeline` (no model) on a 100k catalogue,
+or with a miner file, sandboxed and not.
 
     .venv/bin/python bench/eval_bench.py                       # 100k products, 300 problems, 1 and 2 workers
     .venv/bin/python bench/eval_bench.py --problems 600 --workers 1,2,4
     .venv/bin/python bench/eval_bench.py --catalog /tmp/shoparena-bench/cat-100000
+    .venv/bin/python bench/eval_bench.py --agent file:tests/agents/miners/good_miner.py --sandbox bwrap,none \
+        --problems 100
+
+With a miner file (`file:PATH`) every setting runs once per `--sandbox` backend, so the sandbox's cost
+per episode is the difference between the `bwrap` and `none` rows.
 
 What is measured is the harness plus the runner: worker dispatch, every tool call of the pipeline
 agent (BM25 searches, product pages, match checks), rule scoring (lexical similarity), building the
@@ -42,7 +48,15 @@ TARGET_EPISODES_PER_S = 50.0
 console = Console(width=max(120, Console().width))
 
 
-def one_setting(catalog: Path, problems_path: Path, executor: str, workers: int, samples: int) -> dict:
+def one_setting(
+    catalog: Path,
+    problems_path: Path,
+    executor: str,
+    workers: int,
+    samples: int,
+    agent: str = "reference:pipeline",
+    sandbox: str | None = None,
+) -> dict:
     finished: list[float] = []
 
     def progress(state) -> None:
@@ -56,13 +70,14 @@ def one_setting(catalog: Path, problems_path: Path, executor: str, workers: int,
             EvalConfig(
                 catalog=catalog,
                 problems=problems_path,
-                agent="reference:pipeline",
+                agent=agent,
                 out=out,
                 samples=samples,
                 workers=workers,
                 executor=executor,
                 similarity="lexical",
                 bootstrap=1000,
+                **({"sandbox": sandbox} if sandbox else {}),
             ),
             progress=progress,
         )
@@ -75,6 +90,7 @@ def one_setting(catalog: Path, problems_path: Path, executor: str, workers: int,
     return {
         "executor": executor,
         "workers": workers,
+        "sandbox": sandbox,
         "episodes": n,
         "steady_episodes_per_s": round(steady, 2) if steady else None,
         "end_to_end_episodes_per_s": round(n / wall, 2),
@@ -97,6 +113,8 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2", help="Comma-separated worker counts (process pool).")
     parser.add_argument("--inline", action="store_true", help="Also time the inline executor.")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--agent", default="reference:pipeline", help="The agent spec (e.g. file:MINER.py).")
+    parser.add_argument("--sandbox", default="bwrap,none", help="file: agents: comma-separated backends.")
     args = parser.parse_args()
 
     catalog = bench_catalogue(args.products, args.catalog, "eval", console)
@@ -112,18 +130,22 @@ def main() -> None:
     settings = [("process", int(w)) for w in args.workers.split(",")]
     if args.inline:
         settings.insert(0, ("inline", 1))
+    sandboxes = args.sandbox.split(",") if args.agent.startswith("file:") else [None]
     rows = [
-        one_setting(catalog, problems_path, executor, workers, args.samples) for executor, workers in settings
+        one_setting(catalog, problems_path, executor, workers, args.samples, args.agent, sandbox)
+        for executor, workers in settings
+        for sandbox in sandboxes
     ]
     shutil.rmtree(work, ignore_errors=True)
 
     n_products = read_meta(catalog).n_products
     table = Table(
-        title=f"eval runner · reference:pipeline · {n_products:,} products · {len(problems)} problems × {args.samples}"
+        title=f"eval runner · {args.agent} · {n_products:,} products · {len(problems)} problems × {args.samples}"
     )
     for column in (
         "executor",
         "workers",
+        "sandbox",
         "episodes",
         "steady ep/s",
         "end-to-end ep/s",
@@ -137,6 +159,7 @@ def main() -> None:
         table.add_row(
             row["executor"],
             str(row["workers"]),
+            row["sandbox"] or "-",
             str(row["episodes"]),
             f"{row['steady_episodes_per_s']}",
             f"{row['end_to_end_episodes_per_s']}",
@@ -147,7 +170,7 @@ def main() -> None:
         )
     console.print(table)
     two = next((r for r in rows if r["executor"] == "process" and r["workers"] == 2), None)
-    if two is not None and two["steady_episodes_per_s"]:
+    if two is not None and two["steady_episodes_per_s"] and args.agent == "reference:pipeline":
         verdict = "meets" if two["steady_episodes_per_s"] >= TARGET_EPISODES_PER_S else "misses"
         console.print(
             f"2 workers: {two['steady_episodes_per_s']} episodes/s steady — {verdict} the target of {TARGET_EPISODES_PER_S}"
@@ -167,12 +190,13 @@ def main() -> None:
         "catalog": str(catalog),
         "problems": len(problems),
         "samples": args.samples,
-        "agent": "reference:pipeline",
+        "agent": args.agent,
         "similarity": "lexical",
         "target_episodes_per_s_2_workers": TARGET_EPISODES_PER_S,
         "results": rows,
     }
-    path = out_dir / f"eval_bench-{n_products}.json"
+    tag = "" if args.agent == "reference:pipeline" else "-" + Path(args.agent.partition(":")[2]).stem
+    path = out_dir / f"eval_bench-{n_products}{tag}.json"
     path.write_text(json.dumps(report, indent=2))
     console.print(f"wrote {path}")
 

@@ -4,7 +4,7 @@ subprocess running the same program the same way (`python -I`, input on stdin, r
     .venv/bin/python bench/sandbox_bench.py                 # 60 rounds of each program
     .venv/bin/python bench/sandbox_bench.py --rounds 200
 
-Bare runs twice: `python -I` as the file agent runs a miner today (it loads the host's site-packages,
+Bare runs twice: `python -I` as the file agent ran a miner before the sandbox (it loads the host's site-packages,
 which on this machine hold hundreds of packages and .pth hooks), and `python -I -S` (no site-packages:
 the same interpreter work the sandbox does, since it hides them) — the second is the fair baseline
 for what the isolation itself costs. Two programs: `empty` (write a one-line result) and `tool-call` (what a miner's first step looks like:

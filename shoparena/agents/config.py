@@ -109,6 +109,13 @@ class EvalConfig(BaseModel):
         description="Seconds per episode; past it the episode fails as a timeout.",
     )
     limit: int | None = Field(None, ge=1, description="Only the first N problems of the file.")
+    sandbox: Annotated[Literal["bwrap", "container", "none"] | None, AgentOption({"file": "sandbox"})] = (
+        Field(
+            None,
+            description="file: where the miner's code runs: bwrap (the default: no network, no host files, "
+            "limits), container (docker/podman), or none (no isolation, only for code you trust).",
+        )
+    )
     base_url: Annotated[str | None, AgentOption({"openai": "base_url"})] = Field(
         None, description="openai: endpoint (or OPENAI_BASE_URL)."
     )

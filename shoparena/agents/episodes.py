@@ -113,7 +113,7 @@ def episode_record(
         steps_used=episode.steps_used,
         end_reason=episode.end_reason or (f"agent error: {error}" if error else "agent returned"),
         error=error,
-        notes=list(agent_run.notes),
+        notes=[*agent_run.notes, *episode.notes],
     )
     timings = Timings(started_at=started_at, wall_s=wall_s, tool_s=sum(c.latency_s for c in calls))
     return _record(

@@ -1,19 +1,19 @@
 """The miner-file agent (SPEC §5): one Python file exposing `agent_main(problem_data) -> list[step]`,
-the arena's submission format, run once per problem in its own process.
+the arena's submission format, run once per problem in the sandbox (`shoparena.sandbox`, SPEC §6).
 
-Isolation, per problem: a fresh private working directory holding a copy of the file (the content
-hashed when the agent was made, so an edit on disk cannot change a running agent's version), and
-beside it a `_shoparena/` directory with the tool client and the runner — the only directory put on
-the miner's path, so no miner file name (`miner_sdk.py` included) can shadow or overwrite them; `python -I` (no user site, no PYTHON* variables, no script
-directory on the path); an environment reduced to PATH, HOME/TMPDIR (the private directory), a locale, and
-SHOPARENA_TOOL_URL/SHOPARENA_SESSION; resource limits (address space, CPU seconds, no core files,
-file size, open files); a new session, so the whole process group is killed at the wall-clock
-timeout and after every run. This is process isolation, not a security sandbox: the file system
-and the network are still reachable; the arena's container sandbox (SPEC §6) is the layer for that.
+Per problem: `run_sandboxed` starts `python -I` on the runner, with the SDK and the miner's file
+beside it in a read-only /app (the content hashed when the agent was made, so an edit on disk cannot
+change a running agent's version); the problem on stdin; an environment of the session token and the
+sandbox's own fixed variables; nothing of the host reachable but the tool server's Unix socket (its
+hard link, bound at /run/shoparena/proxy.sock); and the sandbox's limits — the wall clock is the
+episode's timeout, after which the whole process tree is killed. `sandbox=none` runs the same
+program unconfined (the tool server on loopback TCP), only by explicit choice: it warns on stderr and
+notes it in every record. A sandbox that cannot be set up is an error when the agent is made, before
+any problem runs (fail closed).
 
 Trust: the episode's verified log holds every call the miner made through the tool server; the
 steps `agent_main` returns are its claim and are kept, unverified, as `AgentRun.model_outputs`.
-One claim is acted on — see `replay_claimed_ending`. Whatever comes back from the miner process is
+One claim is acted on — see `replay_claimed_ending`. Whatever comes back from the sandbox is
 bounded before it reaches a record: the steps' size and count, the error and traceback texts, and
 the arguments quoted in notes (the episode bounds what it stores itself).
 """
@@ -21,38 +21,46 @@ the arguments quoted in notes (the episode bounds what it stores itself).
 from __future__ import annotations
 
 import ast
-import contextlib
 import hashlib
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import threading
-import time
-from collections import deque
+import warnings
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView
+from shoparena.agents.miner_sandbox import (
+    MAX_RESULT_BYTES,
+    NONE_WARNING,
+    RUNNER,
+    SDK,
+    STDERR_TAIL_CHARS,
+    miner_file_name,
+    sandbox_notes,
+    sandbox_policy,
+    waited,
+)
 from shoparena.harness.episode import Episode
 from shoparena.harness.record_limits import clean_text
 from shoparena.harness.tool_server import ToolServer
+from shoparena.sandbox import (
+    Backend,
+    NoSandboxWarning,
+    ProgramFile,
+    SandboxOutcome,
+    SandboxPolicy,
+    SandboxUnavailable,
+    check_sandbox,
+    run_sandboxed,
+)
+from shoparena.sandbox.models import MiB
 
-_HERE = Path(__file__).resolve().parent
-RUNNER_SOURCE = _HERE / "miner_runner.py"
-SDK_SOURCE = _HERE / "miner_sdk.py"
-HARNESS_DIR = "_shoparena"
-"""Inside the working directory: the runner and the SDK, the one directory on the miner's path."""
-RUNNER_NAME = "runner.py"
-SDK_NAME = "miner_sdk.py"
-STDERR_TAIL_BYTES = 4096
-MAX_RESULT_BYTES = 4 << 20
-"""The claimed steps `agent_main` may return; a real agent's steps are tens of KB."""
+SESSION_ENV = "SHOPARENA_SESSION"
+URL_ENV = "SHOPARENA_TOOL_URL"
 MAX_STEPS = 1000
 MAX_ERROR_CHARS = 2000
 MAX_TRACEBACK_CHARS = 3000
@@ -194,37 +202,38 @@ def replay_claimed_ending(episode: Episode, steps: list[MinerStep]) -> list[str]
 class FileAgent(Agent):
     kind = "file"
 
-    def __init__(
-        self,
-        path: Path,
-        source: bytes,
-        *,
-        timeout_s: float,
-        memory_mb: int | None,
-        cpu_s: int | None,
-        python: str,
-        server: ToolServer | None,
-        open_files: int = 256,
-        file_mb: int = 64,
-    ):
+    def __init__(self, path: Path, source: bytes, *, policy: SandboxPolicy, server: ToolServer | None):
         super().__init__(name=path.stem, version=hashlib.sha256(source).hexdigest()[:12])
         self.path = path
         self.source = source
-        self.timeout_s = timeout_s
-        self.memory_mb = memory_mb
-        self.cpu_s = cpu_s if cpu_s is not None else int(timeout_s) + 5
-        self.python = python
-        self.open_files = open_files
-        self.file_mb = file_mb
+        self.policy = policy
+        self.miner_name = miner_file_name(path.stem)
         self._server = server
         self._own_server = server is None
+        self._socket_dir: Path | None = None
         self._server_lock = threading.Lock()
 
+    @property
+    def sandboxed(self) -> bool:
+        return self.policy.backend is not Backend.NONE
+
+    @property
+    def timeout_s(self) -> float:
+        return self.policy.limits.wall_s
+
     def server(self) -> ToolServer:
-        """The tool server the miner talks to: the one given, or one this agent starts and owns."""
+        """The tool server the miner talks to: the one given, or one this agent starts and owns — on a
+        Unix socket only when sandboxed (mode 0666 inside a private 0700 directory: each run links it
+        into the sandbox, and nothing else of the host reaches it), on loopback TCP for `none`."""
         with self._server_lock:
             if self._server is None:
-                self._server = ToolServer()
+                if self.sandboxed:
+                    self._socket_dir = Path(tempfile.mkdtemp(prefix="shoparena-tools-"))
+                    self._server = ToolServer(
+                        host=None, socket_path=self._socket_dir / "tools.sock", socket_mode=0o666
+                    )
+                else:
+                    self._server = ToolServer()
             if not self._server.running:
                 self._server.start()
             return self._server
@@ -234,176 +243,86 @@ class FileAgent(Agent):
             if self._own_server and self._server is not None:
                 self._server.stop()
                 self._server = None
+            if self._socket_dir is not None:
+                shutil.rmtree(self._socket_dir, ignore_errors=True)
+                self._socket_dir = None
 
     def run(self, episode: Episode, view: ProblemView) -> AgentRun:
         server = self.server()
-        workdir = Path(tempfile.mkdtemp(prefix="shoparena-miner-"))
+        token = server.register(episode, ttl_s=self.timeout_s + 30)
         try:
-            token = server.register(episode, ttl_s=self.timeout_s + 30)
-            try:
-                outcome = self._run_process(workdir, server.url, token, view)
-            finally:
-                server.revoke(token)
+            outcome = waited(lambda cancel: self._run_sandboxed(server, token, view, cancel))
+        except SandboxUnavailable as exc:  # fail closed: the miner's code did not run
+            return AgentRun(error=f"cannot start the miner process: the sandbox is unavailable: {exc}")
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            server.revoke(token)
         return self._to_run(episode, outcome)
 
-    # -- process -------------------------------------------------------------------------------
-    def _run_process(self, workdir: Path, url: str, token: str, view: ProblemView) -> _ProcessOutcome:
-        os.chmod(workdir, 0o700)
-        miner_name = f"{self.name}.py" if self.name.isidentifier() else "miner.py"
-        (workdir / miner_name).write_bytes(self.source)
-        harness = workdir / HARNESS_DIR
-        harness.mkdir()
-        shutil.copyfile(RUNNER_SOURCE, harness / RUNNER_NAME)
-        shutil.copyfile(SDK_SOURCE, harness / SDK_NAME)
-        limits = {
-            "memory_bytes": self.memory_mb << 20 if self.memory_mb else None,
-            "cpu_s": self.cpu_s,
-            "file_bytes": self.file_mb << 20,
-            "open_files": self.open_files,
-        }
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(workdir),
-            "TMPDIR": str(workdir),
-            "LANG": "C.UTF-8",
-            "SHOPARENA_TOOL_URL": url,
-            "SHOPARENA_SESSION": token,
-        }
-        with tempfile.TemporaryFile() as result_file:
-            fd = result_file.fileno()
-            runner = f"{HARNESS_DIR}/{RUNNER_NAME}"
-            command = [self.python, "-I", runner, miner_name, str(fd), json.dumps(limits)]
-            started = time.monotonic()
-            try:
-                process = subprocess.Popen(
-                    command,
-                    cwd=workdir,
-                    env=env,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    pass_fds=(fd,),
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                return _ProcessOutcome(launch_error=f"{self.python}: {exc}")
-            stderr_tail: deque[bytes] = deque()
-            reader = threading.Thread(target=_keep_tail, args=(process.stderr, stderr_tail), daemon=True)
-            reader.start()
-            try:
-                process.stdin.write(view.model_dump_json().encode())
-                process.stdin.close()
-            except (BrokenPipeError, OSError):
-                pass  # it died before reading; the exit status says why
-            timed_out = not _wait_unreaped(process.pid, self.timeout_s)
-            _kill_group(process.pid)  # the leader is still a zombie here, so its group id is not reused
-            returncode = process.wait()
-            reader.join(timeout=2)
-            wall_s = time.monotonic() - started
-            result_file.seek(0)
-            data = result_file.read(MAX_RESULT_BYTES + 1)
-        return _ProcessOutcome(
-            timed_out=timed_out,
-            returncode=returncode,
-            wall_s=wall_s,
-            result=data,
-            stderr=b"".join(stderr_tail)[-STDERR_TAIL_BYTES:].decode("utf-8", "replace"),
+    def _run_sandboxed(
+        self, server: ToolServer, token: str, view: ProblemView, cancel: threading.Event
+    ) -> SandboxOutcome:
+        env = {SESSION_ENV: token}
+        socket_path = None
+        if not self.sandboxed and server.tcp_url is not None:
+            env[URL_ENV] = server.tcp_url
+        elif server.socket_path is None:
+            raise SandboxUnavailable(
+                "the tool server listens on no Unix socket, the only way into the sandbox; start it with "
+                "ToolServer(socket_path=..., socket_mode=0o666) in a private directory"
+            )
+        else:
+            socket_path = server.socket_path
+        return run_sandboxed(
+            RUNNER,
+            argv=[SDK.name, self.miner_name],
+            files=[SDK, ProgramFile(name=self.miner_name, content=self.source)],
+            stdin=view.model_dump_json().encode(),
+            env=env,
+            socket_path=socket_path,
+            policy=self.policy,
+            cancel=cancel,
         )
 
-    def _to_run(self, episode: Episode, outcome: _ProcessOutcome) -> AgentRun:
-        tail = (
-            f"\n--- stderr (last {STDERR_TAIL_BYTES} bytes) ---\n{outcome.stderr}" if outcome.stderr else ""
-        )
-        if outcome.launch_error:
-            return AgentRun(error=f"cannot start the miner process: {outcome.launch_error}")
+    def _to_run(self, episode: Episode, outcome: SandboxOutcome) -> AgentRun:
+        notes = sandbox_notes(outcome, self.policy.limits)
+        stderr = outcome.stderr[-STDERR_TAIL_CHARS:]
+        tail = f"\n--- stderr (last {STDERR_TAIL_CHARS} chars) ---\n{clean_text(stderr)}" if stderr else ""
         if outcome.timed_out:
             return AgentRun(
-                error=f"timeout: agent_main did not return within {self.timeout_s:g} s; the miner's "
-                f"process group was killed{tail}"
+                error=f"timeout: agent_main did not return within {self.timeout_s:g} s; the sandbox killed "
+                f"the miner and every process it started{tail}",
+                notes=notes,
             )
-        if len(outcome.result) > MAX_RESULT_BYTES:
+        if outcome.result_too_large:
             return AgentRun(
-                error=f"agent_main returned more than {MAX_RESULT_BYTES >> 20} MiB of steps; they were not "
-                "read (the calls made through the tool server are kept)"
+                error=f"agent_main returned more than {MAX_RESULT_BYTES // MiB} MiB of steps; they were not "
+                "read (the calls made through the tool server are kept)",
+                notes=notes,
             )
         try:
             envelope = json.loads(outcome.result) if outcome.result else None
         except RecursionError:
-            return AgentRun(error="agent_main returned steps nested too deeply to read")
+            return AgentRun(error="agent_main returned steps nested too deeply to read", notes=notes)
         except ValueError:
             envelope = None
         if not isinstance(envelope, dict):
             return AgentRun(
-                error=f"the miner process ended without returning a result ({_exit_text(outcome.returncode)})"
-                f"{tail}"
+                error=f"the miner process ended without returning a result ({outcome.describe()}){tail}",
+                notes=notes,
             )
         if not envelope.get("ok"):
             error = _clip(str(envelope.get("error")), MAX_ERROR_CHARS)
             traceback = clean_text(str(envelope.get("traceback") or "")[-MAX_TRACEBACK_CHARS:])
-            return AgentRun(error=f"agent_main failed: {error}\n{traceback}{tail}".rstrip())
+            return AgentRun(error=f"agent_main failed: {error}\n{traceback}{tail}".rstrip(), notes=notes)
         raw = envelope.get("steps")
         outputs = raw if isinstance(raw, list) else [raw]
         try:
             steps = parse_steps(raw)
         except StepFormatError as exc:
-            return AgentRun(error=f"agent_main returned malformed steps: {exc}", model_outputs=outputs)
-        return AgentRun(model_outputs=outputs, notes=replay_claimed_ending(episode, steps))
-
-
-class _ProcessOutcome(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    timed_out: bool = False
-    returncode: int = 0
-    wall_s: float = 0.0
-    result: bytes = b""
-    stderr: str = ""
-    launch_error: str | None = None
-
-
-def _keep_tail(stream: Any, tail: deque[bytes]) -> None:
-    """Drain a pipe, keeping only its last bytes: a miner printing without end must not block or bloat."""
-    kept = 0
-    for chunk in iter(lambda: stream.read1(65536), b""):
-        tail.append(chunk)
-        kept += len(chunk)
-        while kept - len(tail[0]) >= STDERR_TAIL_BYTES:
-            kept -= len(tail.popleft())
-    stream.close()
-
-
-def _wait_unreaped(pid: int, timeout_s: float) -> bool:
-    """Wait for the process to exit without reaping it; False on timeout."""
-    deadline = time.monotonic() + timeout_s
-    delay = 0.002
-    while True:
-        try:
-            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return True
-        if info is not None:
-            return True
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        time.sleep(min(delay, remaining))
-        delay = min(delay * 2, 0.05)
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def _exit_text(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
+            return AgentRun(
+                error=f"agent_main returned malformed steps: {exc}", model_outputs=outputs, notes=notes
+            )
+        return AgentRun(model_outputs=outputs, notes=notes + replay_claimed_ending(episode, steps))
 
 
 def _check_source(path: Path, source: bytes) -> None:
@@ -426,16 +345,27 @@ def _check_source(path: Path, source: bytes) -> None:
 def make_file_agent(
     target: str,
     *,
+    sandbox: str = "bwrap",
     timeout_s: float = 300.0,
-    memory_mb: int | None = 2048,
+    memory_mb: int = 4096,
+    address_space_mb: int = 4096,
     cpu_s: int | None = None,
-    python: str = sys.executable,
+    pids: int = 256,
+    open_files: int = 256,
+    file_mb: int = 64,
+    python: str | None = None,
     server: ToolServer | None = None,
     **options: Any,
 ) -> FileAgent:
-    """A miner-file agent for `target` (a .py file). Pass `server` to share one tool server across
-    agents (the arena's); otherwise the agent starts its own on first use and stops it in `close()`.
-    `cpu_s` defaults to the timeout plus 5 s; `memory_mb=None` leaves the address space unlimited."""
+    """A miner-file agent for `target` (a .py file), run in the `sandbox` (bwrap, container, or none).
+
+    `timeout_s` is the wall clock of each problem, `memory_mb` the memory of its whole process tree,
+    `address_space_mb` each process's, `cpu_s` (default: the timeout plus 5 s) each process's CPU
+    seconds, `pids` the processes and threads of the tree; `python` the interpreter (default: the base
+    of this one; only its standard library is visible inside). Pass `server` (listening on a Unix
+    socket, mode 0666 in a private directory) to share one tool server across agents; otherwise the
+    agent starts its own on first use and stops it in `close()`. The sandbox is checked here, so one
+    that cannot run raises AgentSpecError before any problem does."""
     if options:
         raise AgentSpecError(f"file agent: unknown option(s) {', '.join(sorted(options))}")
     path = Path(target).expanduser().resolve()
@@ -445,6 +375,30 @@ def make_file_agent(
         raise AgentSpecError(f"file agent: timeout_s must be positive, got {timeout_s}")
     source = path.read_bytes()
     _check_source(path, source)
-    return FileAgent(
-        path, source, timeout_s=timeout_s, memory_mb=memory_mb, cpu_s=cpu_s, python=python, server=server
+    policy = sandbox_policy(
+        sandbox,
+        timeout_s=timeout_s,
+        memory_mb=memory_mb,
+        address_space_mb=address_space_mb,
+        cpu_s=cpu_s,
+        pids=pids,
+        open_files=open_files,
+        file_mb=file_mb,
+        python=python,
     )
+    if policy.backend is Backend.NONE:
+        warnings.warn(NONE_WARNING, NoSandboxWarning, stacklevel=2)
+    else:
+        if server is not None and server.socket_path is None:
+            raise AgentSpecError(
+                "file agent: a sandboxed miner reaches its tool server only through a Unix socket; "
+                "give a ToolServer with socket_path (mode 0666 in a private directory)"
+            )
+        try:
+            check_sandbox(policy)
+        except SandboxUnavailable as exc:
+            raise AgentSpecError(
+                f"file agent: the {policy.backend.value} sandbox cannot run here: {exc}. Fix that, or run "
+                "with --sandbox none (no isolation; only for code you trust)"
+            ) from None
+    return FileAgent(path, source, policy=policy, server=server)

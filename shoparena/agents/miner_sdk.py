@@ -2,9 +2,10 @@
 
 Standard library only and no shoparena imports, so a miner process can load it without the package
 (the file agent also puts it on the miner's path as `miner_sdk`). It reads where to send calls from
-the environment the file agent sets: SHOPARENA_TOOL_URL and SHOPARENA_SESSION. The URL is
-`http://HOST:PORT` or `unix:///PATH/TO.sock` — a Unix socket, which is all a sandbox without a
-network is given. Each call opens its own connection: a call is never re-sent on a reused connection
+the environment the file agent sets: SHOPARENA_SESSION, and where the server is — inside the
+sandbox, SHOPARENA_PROXY_SOCKET (the one Unix socket a sandbox without a network is given; HTTP runs
+over it), else SHOPARENA_TOOL_URL as `http://HOST:PORT` or `unix:///PATH/TO.sock` (which wins when
+both are set). Each call opens its own connection: a call is never re-sent on a reused connection
 the server may have closed, since sending it twice would record it twice.
 
 Every call made here lands in the episode's verified log. Calls are recorded as emitted by code
@@ -22,6 +23,7 @@ import urllib.parse
 from typing import Any
 
 URL_ENV = "SHOPARENA_TOOL_URL"
+SOCKET_ENV = "SHOPARENA_PROXY_SOCKET"
 SESSION_ENV = "SHOPARENA_SESSION"
 DEFAULT_TIMEOUT_S = 60.0
 UNIX_SCHEME = "unix://"
@@ -37,8 +39,12 @@ class ToolServerError(RuntimeError):
 
 def _endpoint() -> tuple[str, str]:
     url, token = os.environ.get(URL_ENV), os.environ.get(SESSION_ENV)
+    if not url and os.environ.get(SOCKET_ENV):
+        url = UNIX_SCHEME + os.environ[SOCKET_ENV]
     if not url or not token:
-        raise ToolServerError(0, f"{URL_ENV} and {SESSION_ENV} must be set (the file agent sets them)")
+        raise ToolServerError(
+            0, f"{SESSION_ENV} and {SOCKET_ENV} or {URL_ENV} must be set (the file agent sets them)"
+        )
     return url.rstrip("/"), token
 
 

@@ -76,6 +76,9 @@ def compute_metrics(
     rescored = {(s.problem_id, s.sample): s.success for s in suite.scores if s.answered}
     disagreements = sum(1 for key, ok in rescored.items() if key in stored and stored[key] != ok)
     notes = list(suite.notes)
+    warning = suite.denominator_warning()
+    if warning:  # an interrupted run's missing problems are left out of upstream ASR: say so first
+        notes.insert(0, warning.split(" — ")[0] + " — resume the run, or use --mode strict to count them")
     if disagreements:
         notes.append(f"{disagreements} episode(s) scored differently when written (similarity changed?)")
     outside = len(records) - len(selected)

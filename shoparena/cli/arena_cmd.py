@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from shoparena.cli import arena_check_cmd
 from shoparena.cli.common import console, err_console, fail, print_json
 
 
@@ -25,6 +26,8 @@ arena_app = typer.Typer(
     help="Run an arena: `init` a directory, `register` hotkeys, `serve` the signed API (SPEC §6).",
     no_args_is_help=True,
 )
+
+arena_check_cmd.register(arena_app)
 
 DirOption = Annotated[Path, typer.Option("--dir", help="The arena directory (`arena init` made it).")]
 
@@ -193,29 +196,6 @@ def neurons_cmd(
     for n in neurons:
         table.add_row(n.hotkey, n.role, f"{n.stake:g}", "" if n.uid is None else str(n.uid), n.source)
     console.print(table)
-
-
-@arena_app.command("check")
-def check_cmd(
-    agent: Annotated[Path, typer.Argument(help="The miner file (one Python file defining agent_main).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
-) -> None:
-    """Run admission on a miner file as the server does: exit 0 admitted, 1 with the violations."""
-    from shoparena.arena.admission import check_submission
-
-    try:
-        code = agent.read_bytes()
-    except OSError as exc:
-        raise fail(f"{agent}: cannot read: {exc.strerror or exc}") from None
-    violations = check_submission(code)
-    if as_json:
-        print_json({"admitted": not violations, "violations": [v.model_dump() for v in violations]})
-    elif not violations:
-        say(f"{agent}: admitted")
-    else:
-        print_violations(str(agent), violations)
-    if violations:
-        raise typer.Exit(1)
 
 
 def print_violations(source: str, violations) -> None:

@@ -257,7 +257,12 @@ class Run:
 
     # -- the run -----------------------------------------------------------------------------------
     def execute(
-        self, app: list[ProgramFile], argv: list[str], stdin: bytes, env: dict[str, str]
+        self,
+        app: list[ProgramFile],
+        argv: list[str],
+        stdin: bytes,
+        env: dict[str, str],
+        cancel: threading.Event | None = None,
     ) -> SandboxOutcome:
         launch, pass_fds = self._launch(app, argv, env)
         self.warnings.extend(launch.warnings)
@@ -303,7 +308,9 @@ class Run:
         feeder.start()
         began = time.monotonic()
         try:
-            timed_out = not wait_unreaped(process.pid, self.limits.wall_s)
+            timed_out = not wait_unreaped(process.pid, self.limits.wall_s, cancel)
+            if timed_out and cancel is not None and cancel.is_set():
+                self.warnings.append(f"cancelled by the caller after {time.monotonic() - began:.1f} s")
         finally:  # the launcher is still unreaped here, so its process group id cannot have been reused
             if launch.kill is not None:
                 quietly(launch.kill)

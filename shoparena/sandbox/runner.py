@@ -54,6 +54,7 @@ def run_sandboxed(
     limits: SandboxLimits | None = None,
     backend: Backend | str | None = None,
     policy: SandboxPolicy | None = None,
+    cancel: threading.Event | None = None,
 ) -> SandboxOutcome:
     """Run `program` (a .py file on the host, Python source text, or a named ProgramFile) as
     `python -I /app/<name> argv…`
@@ -63,8 +64,10 @@ def run_sandboxed(
     The program returns a result by writing it to $SHOPARENA_RESULT_PATH (a FIFO); up to
     `limits.result_bytes` are kept, more refuses the result (`LimitHit.RESULT`). `env` adds variables
     to the program's otherwise fixed environment (HOME=TMPDIR=/tmp, a locale, the two paths above).
-    `limits` and `backend` override the `policy`'s. Raises SandboxUnavailable when the sandbox cannot
-    be set up — the program has then not run.
+    `limits` and `backend` override the `policy`'s. Setting `cancel` (from another thread) ends the
+    run as the wall clock would: the whole tree is killed and the outcome is `timed_out`, with a
+    warning that says it was cancelled. Raises SandboxUnavailable when the sandbox cannot be set up —
+    the program has then not run.
     """
     policy = policy or SandboxPolicy()
     updates: dict = {}
@@ -82,7 +85,7 @@ def run_sandboxed(
     if policy.backend is Backend.BWRAP:
         check_sandbox(policy)
     with Run(policy, socket_path) as run:
-        return run.execute(app, [str(a) for a in argv], stdin, extra_env)
+        return run.execute(app, [str(a) for a in argv], stdin, extra_env, cancel)
 
 
 # The canary: what a program inside must find (alone in its pid namespace, only a loopback interface)

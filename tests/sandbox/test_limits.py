@@ -9,6 +9,7 @@ import secrets
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -89,6 +90,20 @@ def test_setsid_double_fork_does_not_outlive_the_run(proxy, mode):
     assert beats > 0  # the daemon really ran and reached the only channel out
     time.sleep(0.5)
     assert proxy.count("/heartbeat") == beats  # …and stopped when the run ended
+    assert host_processes_with(marker) == []
+
+
+def test_a_cancelled_run_is_killed_at_once():
+    marker = secrets.token_hex(8)
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    outcome = run_program(
+        "spin", "sleep", marker, limits=SMALL.model_copy(update={"wall_s": 60.0}), cancel=cancel
+    )
+    assert time.monotonic() - started < 5
+    assert outcome.timed_out and outcome.wall_s < 5
+    assert any(w.startswith("cancelled by the caller after") for w in outcome.warnings)
     assert host_processes_with(marker) == []
 
 

@@ -139,7 +139,7 @@ HOSTILE = [
     ("sample", True, "invalid_record", "sample: Input should be a valid integer"),
     ("sample", 2**40, "unstorable", "sample 1099511627776 is outside the store's 32-bit integer range"),
     ("score", ["not", "a", "dict"], "invalid_record", "score: Input should be an object"),
-    ("score.rule", "high", "unstorable", "score.rule must be a number or null"),
+    ("score.rule", "high", "invalid_record", "score.rule: Input should be a valid number"),
     ("schema_version", "shoparena.trajectory/99", "unknown_schema", "is not one this store reads"),
     ("timings.wall_s", float("nan"), "unstorable", "timings.wall_s is nan: JSON has no NaN or Infinity"),
     ("score.rule", float("inf"), "unstorable", "score.rule is inf"),

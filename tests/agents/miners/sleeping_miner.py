@@ -1,6 +1,7 @@
-"""A miner that never returns and leaves a child process behind: both must be killed at the timeout."""
+"""A miner that never returns and leaves a child process behind: both must be killed at the timeout.
+The child carries the problem id on its command line, so a test can look for it among the host's
+processes."""
 
-import os
 import subprocess
 import sys
 import time
@@ -8,7 +9,8 @@ import time
 
 def agent_main(problem_data):
     print("noise " * 2000, file=sys.stderr)  # more than the kept tail: the error must still say why
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    print(f"PIDS {os.getpid()} {child.pid}", file=sys.stderr, flush=True)
+    marker = problem_data["problem_id"]
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", marker])
+    print(f"CHILD STARTED {marker}", file=sys.stderr, flush=True)
     while True:
         time.sleep(1)

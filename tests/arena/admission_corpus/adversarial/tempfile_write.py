@@ -1,0 +1,8 @@
+# expect: security.banned_import
+# evasion: tempfile creates files
+import tempfile
+
+
+def agent_main(problem_data):
+    tempfile.NamedTemporaryFile(delete=False).write(b"x")
+    return []
