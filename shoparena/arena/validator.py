@@ -38,6 +38,7 @@ SandboxBackend = Literal["bwrap", "container", "none"]
 AGENT_FILE = "agent.py"
 LOST_STATUSES = (403, 404, 409)
 """Answers to a heartbeat that mean the lease is gone for good (not ours, unknown, lapsed, ended)."""
+LOST_ERRORS = ("lease_lapsed", "lease_ended")
 
 
 class ValidatorError(ArenaError):
@@ -84,31 +85,6 @@ class JobReport(BaseModel):
     detail: str | None = None
     problems: int
     wall_s: float
-
-
-def sandbox_settings(backend: SandboxBackend) -> dict[str, Any]:
-    """The EvalConfig fields that put the file agent in `backend`.
-
-    The eval's `sandbox` field is being added; until it is there, the file agent's own option is used
-    where it has one, and where neither exists the miner runs with the file agent's process isolation
-    (said loudly). Remove the fallbacks once `EvalConfig.sandbox` is in."""
-    from shoparena.agents.config import EvalConfig
-
-    if "sandbox" in EvalConfig.model_fields:
-        return {"sandbox": backend}
-    import inspect
-
-    from shoparena.agents.file_agent import make_file_agent
-
-    if "sandbox" in inspect.signature(make_file_agent).parameters:
-        return {"options": {"sandbox": backend}}
-    if backend != "none":
-        log.warning(
-            "this shoparena's file agent has no sandbox option yet: the miner's code runs with process "
-            "isolation only, not in %s",
-            backend,
-        )
-    return {}
 
 
 class LeaseKeeper:
@@ -285,8 +261,8 @@ class Validator:
                 records = self._run(offer, catalog, keeper)
                 if keeper.lost is None:
                     return self._post(offer, records, keeper, started)
-            except LeaseLost:
-                pass
+            except LeaseLost as exc:
+                keeper.lost = keeper.lost or str(exc)
             except BaseException as exc:
                 if keeper.lost is None:
                     self._release(offer, exc)
@@ -310,7 +286,12 @@ class Validator:
 
     def fetch_code(self, offer: JobOffer) -> bytes:
         """The submission's code, refused unless it hashes to the job's sha256."""
-        code, claimed = self.client.code(offer.lease_id)
+        try:
+            code, claimed = self.client.code(offer.lease_id)
+        except ArenaRefused as exc:
+            if exc.error in LOST_ERRORS:
+                raise LeaseLost(f"{exc.error}: {exc.message}") from None
+            raise
         actual = hashlib.sha256(code).hexdigest()
         if actual != offer.code_sha256 or (claimed is not None and claimed != offer.code_sha256):
             raise JobFailed(
@@ -349,7 +330,7 @@ class Validator:
                 timeout=evaluation.timeout_s,
                 bootstrap=0,
                 name=f"arena job {offer.job_id}",
-                **sandbox_settings(self.settings.sandbox),
+                sandbox=self.settings.sandbox,
             )
 
             def watch(_progress) -> None:
@@ -388,7 +369,7 @@ class Validator:
                 accepted = self.client.post_result(body)
                 break
             except ArenaRefused as exc:
-                if exc.error in ("lease_lapsed", "lease_ended"):
+                if exc.error in LOST_ERRORS:
                     keeper.lost = f"{exc.error}: {exc.message}"
                     raise LeaseLost(keeper.lost) from None
                 raise JobFailed(

@@ -234,7 +234,6 @@ def raw_records(small_catalog_dir, job_bank, tmp_path_factory):
     from shoparena.agents.config import EvalConfig
     from shoparena.agents.run_dir import TRAJECTORIES_FILE, read_trajectories
     from shoparena.agents.runner import run_eval
-    from shoparena.arena.validator import sandbox_settings
     from shoparena.judge import OfflineJudge
 
     out = tmp_path_factory.mktemp("benign-run") / "run"
@@ -247,7 +246,7 @@ def raw_records(small_catalog_dir, job_bank, tmp_path_factory):
         similarity="lexical",
         timeout=60,
         bootstrap=0,
-        **sandbox_settings("none"),
+        sandbox="none",
     )
     run_eval(config, judge=OfflineJudge())
     return read_trajectories(out / TRAJECTORIES_FILE).records

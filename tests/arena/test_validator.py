@@ -32,6 +32,7 @@ from tests.arena.job_helpers import (
     submit,
 )
 from tests.judge.loopback import ScriptedServer, verdict_text
+from tests.sandbox.conftest import sandbox_ready  # noqa: F401  (the gate of tests that run miner files in bwrap)
 
 runner = CliRunner()
 OUTCOME_FIELDS = (
@@ -61,6 +62,7 @@ def key_file(tmp_path, key: Key, name: str):
     return path
 
 
+@pytest.mark.usefixtures("sandbox_ready")
 def test_miner_to_validator_round_trip_through_the_cli(tmp_path, small_catalog_dir, job_bank, server_factory):
     arena_dir, miner_key, validator_key = (
         tmp_path / "arena",
@@ -210,6 +212,7 @@ def test_a_stopped_validator_loses_nothing(
                 assert process.poll() is None, process.stdout.read().decode()
                 assert time.monotonic() < deadline, "the validator never claimed the job"
                 time.sleep(0.05)
+            time.sleep(1.5)  # into its first problems (the slow miner takes 1 s each), most of the time
             os.killpg(process.pid, signal.SIGSTOP)  # the validator and its eval workers freeze mid-job
             clock.advance(31)  # past the 30 s lease, with no heartbeat
             with validating(server, other) as second:
