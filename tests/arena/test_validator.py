@@ -232,6 +232,40 @@ def test_a_stopped_validator_loses_nothing(
     assert len(records) == 3 and {record.validator_hotkey for record in records} == {other.hotkey}
 
 
+def test_ctrl_c_gives_the_job_back(tmp_path, small_catalog_dir, job_arena, server_factory, miner, validator):
+    server = server_factory(job_arena)
+    submission_id = submit(server, miner, SLOW_AGENT)
+    command = [
+        sys.executable, "-c", "from shoparena.cli import main; main()", "validator", "run",
+        "--arena", server.url, "--key", key_file(tmp_path, validator, "v.json"), "--sandbox", "none",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        [str(part) for part in command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "400"},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while job_arena.ledger.get(submission_id).status != "running":
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "the validator never claimed the job"
+            time.sleep(0.05)
+        time.sleep(1.5)
+        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in its terminal reaches the whole group
+        output = process.communicate(timeout=60)[0].decode()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 130, output
+    assert "given back" in output and "Traceback" not in output
+    events = job_arena.ledger.get(submission_id).events
+    assert [e.status for e in events] == ["queued", "running", "queued"]
+    assert "KeyboardInterrupt" in events[-1].detail and job_arena.store.count() == 0
+
+
 def test_a_validator_with_another_catalogue_refuses_before_claiming(
     tmp_path, job_arena, server_factory, miner, validator
 ):
