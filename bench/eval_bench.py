@@ -15,6 +15,8 @@ agent (BM25 searches, product pages, match checks), rule scoring (lexical simila
 trajectory record and appending it to trajectories.jsonl. Two rates per setting:
 - steady: episodes/s between the first and the last finished episode (the pool's throughput);
 - end to end: episodes / the whole `run_eval` call (worker start-up, final metrics with bootstrap).
+For the inline executor also CPU ms per episode (agent build and metrics included), which a busy
+shared machine moves much less than the rates: compare code by it.
 Target: steady ≥ 50 episodes/s with 2 workers on 2 cores. Results: a table on stdout and
 bench/out/eval_bench-<size>.json.
 """
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import sys
 import tempfile
@@ -48,6 +51,13 @@ TARGET_EPISODES_PER_S = 50.0
 console = Console(width=max(120, Console().width))
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process: all of an inline run's work (a pool's workers are the forkserver's
+    children, out of reach of getrusage, so pools get no CPU figure)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
+
+
 def one_setting(
     catalog: Path,
     problems_path: Path,
@@ -64,6 +74,7 @@ def one_setting(
             finished.append(time.perf_counter())
 
     out = Path(tempfile.mkdtemp(prefix="eval-bench-"))
+    cpu_before = _cpu_s()
     try:
         started = time.perf_counter()
         result = run_eval(
@@ -86,6 +97,7 @@ def one_setting(
     finally:
         shutil.rmtree(out, ignore_errors=True)
     n = result.episodes_run
+    cpu = _cpu_s() - cpu_before
     steady = (len(finished) - 1) / (finished[-1] - finished[0]) if len(finished) > 2 else None
     return {
         "executor": executor,
@@ -95,6 +107,7 @@ def one_setting(
         "steady_episodes_per_s": round(steady, 2) if steady else None,
         "end_to_end_episodes_per_s": round(n / wall, 2),
         "wall_s": round(wall, 2),
+        "cpu_ms_per_episode": round(cpu * 1000 / max(n, 1), 2) if executor == "inline" else None,
         "first_episode_after_s": round(finished[0] - started, 2) if finished else None,
         "asr": result.metrics["headline"]["asr"]["value"],
         "mean_episode_s": result.metrics["timing"]["mean_episode_s"],
@@ -150,6 +163,7 @@ def main() -> None:
         "steady ep/s",
         "end-to-end ep/s",
         "wall s",
+        "CPU ms/episode",
         "first after s",
         "ASR",
         "bytes/episode",
@@ -164,6 +178,7 @@ def main() -> None:
             f"{row['steady_episodes_per_s']}",
             f"{row['end_to_end_episodes_per_s']}",
             f"{row['wall_s']}",
+            f"{row['cpu_ms_per_episode']}",
             f"{row['first_episode_after_s']}",
             f"{row['asr']:.3f}",
             f"{row['trajectory_bytes_per_episode']:,}",

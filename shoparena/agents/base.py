@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.harness.episode import Episode
 from shoparena.problems.models import Problem
+from shoparena.records.inference import InferenceLog
 from shoparena.records.trajectory import TokenUsage
 
 
@@ -58,6 +59,9 @@ class AgentRun(BaseModel):
     """Raw model outputs in order (assistant messages or text), for debugging and the judge."""
     notes: list[str] = Field(default_factory=list)
     """What the agent wrapper did besides running the agent (e.g. replaying a claimed call), for audit."""
+    inference: InferenceLog | None = None
+    """The verified inference log, for agents whose model calls went through the inference proxy
+    (miner files); None for agents whose inference the harness ran itself."""
 
 
 class Agent(ABC):

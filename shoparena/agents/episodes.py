@@ -17,6 +17,7 @@ from shoparena.agents.config import AgentIdentity, WorkerConfig, utc_now
 from shoparena.harness.episode import Episode
 from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS
 from shoparena.problems.models import Problem
+from shoparena.records.inference import InferenceLog
 from shoparena.records.score import ScoreSummary
 from shoparena.records.trajectory import (
     AgentInfo,
@@ -59,6 +60,7 @@ def _record(
     episode: Episode | None = None,
     format_ok: bool | None = None,
     usage: TokenUsage | None = None,
+    inference: InferenceLog | None = None,
 ) -> TrajectoryRecord:
     problem = task.problem
     problem_id = problem.problem_id or ""
@@ -88,6 +90,7 @@ def _record(
         ),
         scoring_mode=config.scoring_mode,
         usage=usage if usage is not None else TokenUsage(),
+        inference=inference,
         timings=timings,
         shoparena_version=__version__,
     )
@@ -126,6 +129,7 @@ def episode_record(
         episode=episode,
         format_ok=(not any(t.format_errors for t in turns)) if turns else None,
         usage=agent_run.usage,
+        inference=agent_run.inference,
     )
 
 

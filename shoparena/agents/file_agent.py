@@ -13,7 +13,10 @@ any problem runs (fail closed).
 
 Trust: the episode's verified log holds every call the miner made through the tool server; the
 steps `agent_main` returns are its claim and are kept, unverified, as `AgentRun.model_outputs`.
-One claim is acted on — see `replay_claimed_ending`. Whatever comes back from the sandbox is
+One claim is acted on — see `replay_claimed_ending`. The miner reaches a model only through the
+inference proxy mounted on the same server (`miner_sdk.chat`); a call is `llm` only when it used a
+tool call of a response the proxy returned in that episode, and the proxy's log of the episode comes
+back as `AgentRun.inference`. Whatever comes back from the sandbox is
 bounded before it reaches a record: the steps' size and count, the error and traceback texts, and
 the arguments quoted in notes (the episode bounds what it stores itself).
 """
@@ -27,12 +30,14 @@ import shutil
 import tempfile
 import threading
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView
+from shoparena.agents.inference_proxy import InferenceProxy, ProxyLimits, inference_log, settle
 from shoparena.agents.miner_sandbox import (
     MAX_RESULT_BYTES,
     NONE_WARNING,
@@ -65,8 +70,12 @@ MAX_STEPS = 1000
 MAX_ERROR_CHARS = 2000
 MAX_TRACEBACK_CHARS = 3000
 MAX_SHOWN_CHARS = 200
+INFERENCE_API_KEY_ENV = "SHOPARENA_INFERENCE_API_KEY"
+"""Where the proxy's upstream API key is read from (the miner's environment never has it)."""
 """How much of claimed arguments a note quotes."""
 ENDING_TOOLS = ("recommend_product", "terminate")
+SETTLE_S = 2.0
+"""How long a finished run waits for an inference request still in flight to be logged."""
 
 
 def shown(value: Any) -> str:
@@ -202,7 +211,15 @@ def replay_claimed_ending(episode: Episode, steps: list[MinerStep]) -> list[str]
 class FileAgent(Agent):
     kind = "file"
 
-    def __init__(self, path: Path, source: bytes, *, policy: SandboxPolicy, server: ToolServer | None):
+    def __init__(
+        self,
+        path: Path,
+        source: bytes,
+        *,
+        policy: SandboxPolicy,
+        server: ToolServer | None,
+        inference: InferenceProxy | None = None,
+    ):
         super().__init__(name=path.stem, version=hashlib.sha256(source).hexdigest()[:12])
         self.path = path
         self.source = source
@@ -212,6 +229,8 @@ class FileAgent(Agent):
         self._own_server = server is None
         self._socket_dir: Path | None = None
         self._server_lock = threading.Lock()
+        self.inference = inference
+        """The proxy mounted on the tool server (the caller mounts it on a server it gives)."""
 
     @property
     def sandboxed(self) -> bool:
@@ -222,18 +241,23 @@ class FileAgent(Agent):
         return self.policy.limits.wall_s
 
     def server(self) -> ToolServer:
-        """The tool server the miner talks to: the one given, or one this agent starts and owns — on a
-        Unix socket only when sandboxed (mode 0666 inside a private 0700 directory: each run links it
-        into the sandbox, and nothing else of the host reaches it), on loopback TCP for `none`."""
+        """The tool server the miner talks to: the one given, or one this agent starts and owns, with
+        the inference proxy mounted — on a Unix socket only when sandboxed (mode 0666 inside a private
+        0700 directory: each run links it into the sandbox, and nothing else of the host reaches it), on
+        loopback TCP for `none`."""
         with self._server_lock:
             if self._server is None:
+                routers = [self.inference.router] if self.inference is not None else []
                 if self.sandboxed:
                     self._socket_dir = Path(tempfile.mkdtemp(prefix="shoparena-tools-"))
                     self._server = ToolServer(
-                        host=None, socket_path=self._socket_dir / "tools.sock", socket_mode=0o666
+                        host=None,
+                        socket_path=self._socket_dir / "tools.sock",
+                        socket_mode=0o666,
+                        routers=routers,
                     )
                 else:
-                    self._server = ToolServer()
+                    self._server = ToolServer(routers=routers)
             if not self._server.running:
                 self._server.start()
             return self._server
@@ -243,20 +267,36 @@ class FileAgent(Agent):
             if self._own_server and self._server is not None:
                 self._server.stop()
                 self._server = None
+            if self._own_server and self.inference is not None:
+                self.inference.close()
             if self._socket_dir is not None:
                 shutil.rmtree(self._socket_dir, ignore_errors=True)
                 self._socket_dir = None
 
     def run(self, episode: Episode, view: ProblemView) -> AgentRun:
         server = self.server()
-        token = server.register(episode, ttl_s=self.timeout_s + 30)
+        state = self.inference.new_state() if self.inference is not None else None
+        token = server.register(episode, ttl_s=self.timeout_s + 30, state=state)
+        session = server.session_of(token)
+        assert session is not None
         try:
             outcome = waited(lambda cancel: self._run_sandboxed(server, token, view, cancel))
         except SandboxUnavailable as exc:  # fail closed: the miner's code did not run
             return AgentRun(error=f"cannot start the miner process: the sandbox is unavailable: {exc}")
         finally:
             server.revoke(token)
-        return self._to_run(episode, outcome)
+        run = self._to_run(episode, outcome)
+        if not settle(session, SETTLE_S):
+            run.notes.append(
+                "an inference request was still in flight when the run ended; it is not in the log"
+            )
+        run.inference = inference_log(session, self.inference.limits if self.inference else None)
+        if run.inference.unverified_llm_claims:
+            run.notes.append(
+                f"{run.inference.unverified_llm_claims} tool call(s) claimed as emitted by the model "
+                "matched no tool call of an inference response and were recorded as code"
+            )
+        return run
 
     def _run_sandboxed(
         self, server: ToolServer, token: str, view: ProblemView, cancel: threading.Event
@@ -355,6 +395,11 @@ def make_file_agent(
     file_mb: int = 64,
     python: str | None = None,
     server: ToolServer | None = None,
+    inference: InferenceProxy | None = None,
+    inference_models: str | Mapping[str, str] | None = None,
+    inference_default: str | None = None,
+    inference_limits: Mapping[str, Any] | None = None,
+    inference_api_key_env: str | None = INFERENCE_API_KEY_ENV,
     **options: Any,
 ) -> FileAgent:
     """A miner-file agent for `target` (a .py file), run in the `sandbox` (bwrap, container, or none).
@@ -365,9 +410,21 @@ def make_file_agent(
     of this one; only its standard library is visible inside). Pass `server` (listening on a Unix
     socket, mode 0666 in a private directory) to share one tool server across agents; otherwise the
     agent starts its own on first use and stops it in `close()`. The sandbox is checked here, so one
-    that cannot run raises AgentSpecError before any problem does."""
+    that cannot run raises AgentSpecError before any problem does.
+
+    Inference: the agent's own server mounts an inference proxy allowing `inference_models`
+    (`NAME=UPSTREAM,…` or a mapping; default: the offline reference models), with `inference_limits`
+    (`ProxyLimits` fields) and the upstream API key read from `inference_api_key_env`. With a given
+    `server`, pass the `inference` proxy mounted on it (else the miner has no model to call)."""
     if options:
         raise AgentSpecError(f"file agent: unknown option(s) {', '.join(sorted(options))}")
+    if inference is None and server is None:
+        inference = _make_proxy(inference_models, inference_default, inference_limits, inference_api_key_env)
+    elif inference_models is not None or inference_limits is not None or inference_default is not None:
+        raise AgentSpecError(
+            "file agent: inference_models/inference_limits/inference_default configure the agent's own "
+            "server; with a given server, pass the InferenceProxy mounted on it as inference="
+        )
     path = Path(target).expanduser().resolve()
     if not path.is_file():
         raise AgentSpecError(f"miner file {target!r} does not exist (file:PATH names a .py file)")
@@ -401,4 +458,41 @@ def make_file_agent(
                 f"file agent: the {policy.backend.value} sandbox cannot run here: {exc}. Fix that, or run "
                 "with --sandbox none (no isolation; only for code you trust)"
             ) from None
-    return FileAgent(path, source, policy=policy, server=server)
+    return FileAgent(path, source, policy=policy, server=server, inference=inference)
+
+
+def parse_models(value: str | Mapping[str, str]) -> dict[str, str]:
+    """`NAME=UPSTREAM,NAME=UPSTREAM` (or a mapping) → the proxy's allowlist."""
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    models: dict[str, str] = {}
+    for item in value.split(","):
+        name, sep, upstream = item.strip().partition("=")
+        if not sep or not name.strip() or not upstream.strip():
+            raise AgentSpecError(
+                f"file agent: inference_models item {item.strip()!r}: expected NAME=UPSTREAM, e.g. "
+                "reference-agentic=offline:reference-agentic or qwen=http://127.0.0.1:8000/v1#Qwen/Qwen3-4B"
+            )
+        models[name.strip()] = upstream.strip()
+    return models
+
+
+def _make_proxy(
+    models: str | Mapping[str, str] | None,
+    default: str | None,
+    limits: Mapping[str, Any] | None,
+    api_key_env: str | None,
+) -> InferenceProxy:
+    try:
+        return InferenceProxy(
+            parse_models(models) if models is not None else None,
+            limits=ProxyLimits.model_validate(dict(limits or {})),
+            default_model=default,
+            api_key_env=api_key_env,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise AgentSpecError(f"file agent: inference_limits: {where}: {first['msg']}") from None
+    except ValueError as exc:
+        raise AgentSpecError(f"file agent: {exc}") from None

@@ -8,9 +8,15 @@ over it), else SHOPARENA_TOOL_URL as `http://HOST:PORT` or `unix:///PATH/TO.sock
 both are set). Each call opens its own connection: a call is never re-sent on a reused connection
 the server may have closed, since sending it twice would record it twice.
 
-Every call made here lands in the episode's verified log. Calls are recorded as emitted by code
-(`origin="code"`) unless the miner says its model emitted them (`origin="llm"`): the server cannot
-see a model, so the claim of model authorship is the miner's to make, and it is recorded as made.
+Every call made here lands in the episode's verified log. Who emitted a call is decided by the
+server, not claimed: a call is recorded as `llm` only when its name and arguments match a tool call
+of a response `chat()` got from the inference proxy earlier in the episode (each such call counts
+once), and as `code` otherwise. `call_tool`'s `origin` argument is still accepted, but changes
+nothing; the reply's `origin` says what was recorded.
+
+`chat(messages, tools=..., model=...)` asks the episode's inference proxy for one chat completion
+(OpenAI Chat Completions request and response, no streaming). The proxy forwards only allowlisted
+models and limits requests and tokens per problem; a refusal raises ToolServerError with its status.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ URL_ENV = "SHOPARENA_TOOL_URL"
 SOCKET_ENV = "SHOPARENA_PROXY_SOCKET"
 SESSION_ENV = "SHOPARENA_SESSION"
 DEFAULT_TIMEOUT_S = 60.0
+CHAT_TIMEOUT_S = 300.0
+"""A model may think for minutes; the episode's own timeout still bounds the run."""
 UNIX_SCHEME = "unix://"
 
 
@@ -95,7 +103,10 @@ def _request(method: str, path: str, payload: dict | None, timeout_s: float) -> 
 
 
 def call_tool(name: str, origin: str = "code", call_id: str | None = None, **arguments: Any) -> dict:
-    """Call one tool; returns `{"ok", "result", "error", "text", "call_id", "step", "ended"}`.
+    """Call one tool; returns `{"ok", "result", "error", "text", "call_id", "step", "ended", "origin"}`.
+
+    `origin` is accepted for compatibility and decides nothing: the server records `llm` only for a
+    call that matches a tool call of an earlier `chat()` response (the reply's `origin` says which).
 
     A call the episode recorded (including a refused one: bad arguments, unknown tool, episode over)
     comes back as that observation with `ok` false, exactly what a model would be shown; only a
@@ -119,3 +130,27 @@ def list_tools() -> list[dict]:
     if status != 200:
         raise ToolServerError(status, str(body.get("error", body)))
     return body["tools"]
+
+
+def chat(
+    messages: list[dict],
+    tools: list[dict] | None = None,
+    model: str | None = None,
+    **params: Any,
+) -> dict:
+    """One chat completion through the episode's inference proxy; returns the response object
+    (`choices[0]["message"]` holds the assistant message, with `tool_calls` when the model called tools).
+
+    `params` are further Chat Completions fields (temperature, max_tokens, tool_choice, …); `model`
+    None is the proxy's default model. Raises ToolServerError when the proxy refuses the request
+    (a model not allowed, rate or token limits, a request too large) or the model cannot answer.
+    """
+    payload: dict[str, Any] = {"messages": messages, **params}
+    if tools is not None:
+        payload["tools"] = tools
+    if model is not None:
+        payload["model"] = model
+    status, body = _request("POST", "/v1/inference/chat/completions", payload, CHAT_TIMEOUT_S)
+    if status != 200 or "choices" not in body:
+        raise ToolServerError(status, str(body.get("error", body)))
+    return body

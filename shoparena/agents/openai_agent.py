@@ -1,9 +1,13 @@
 """An agent over any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, SGLang, llama.cpp server).
 
-The HTTP client is the standard library's: one POST per turn, so a connection pool buys nothing, and
-owning the retry loop is what makes its behaviour exact: exponential backoff with full jitter on 408,
-429, 5xx, timeouts and connection errors, `Retry-After` honoured, other 4xx fail at once (retrying a
-bad request cannot fix it). A run whose model stays unreachable ends with `AgentRun.error`.
+The HTTP client is the standard library's: one POST per turn, so a connection pool buys an agent
+nothing, and owning the retry loop is what makes its behaviour exact: exponential backoff with full
+jitter on 408, 429, 5xx, timeouts and connection errors, `Retry-After` honoured, other 4xx fail at
+once (retrying a bad request cannot fix it). A run whose model stays unreachable ends with
+`AgentRun.error`. A caller in the middle of every request (the inference proxy) asks for
+`keep_alive=True`: one persistent connection per thread (TCP_NODELAY, no environment proxies), the
+same retries and errors; a request that meets a kept connection the server has closed is sent once
+more on a new one.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import email.utils
 import http.client
 import os
 import random
+import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -70,6 +76,7 @@ class ChatCompletionsClient:
         headers: dict[str, str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        keep_alive: bool = False,
     ):
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
@@ -89,6 +96,14 @@ class ChatCompletionsClient:
         if urllib.parse.urlparse(self.url).hostname in LOOPBACK_HOSTS:
             handlers.append(urllib.request.ProxyHandler({}))  # a local server is never behind a proxy
         self._opener = urllib.request.build_opener(*handlers)
+        self.keep_alive = keep_alive
+        parts = urllib.parse.urlsplit(self.url)
+        if keep_alive and (parts.scheme not in ("http", "https") or not parts.hostname):
+            raise ValueError(f"{self.url}: keep_alive needs an http:// or https:// URL")
+        self._split = parts
+        self._local = threading.local()
+        self._kept: list[http.client.HTTPConnection] = []
+        self._kept_lock = threading.Lock()
         self.attempts = 0
         """Every HTTP attempt made so far (retries included)."""
         self.failures: list[str] = []
@@ -122,8 +137,17 @@ class ChatCompletionsClient:
             return min(max(retry_after, 0.0), MAX_RETRY_AFTER_S)
         return self.rng.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2**attempt))
 
+    def close(self) -> None:
+        """Close the kept connections (keep_alive); the client opens new ones if used again."""
+        with self._kept_lock:
+            kept, self._kept = self._kept, []
+        for connection in kept:
+            connection.close()
+
     def _post(self, body: bytes) -> dict[str, Any]:
         self.attempts += 1
+        if self.keep_alive:
+            return self._post_kept(body)
         request = urllib.request.Request(self.url, data=body, headers=self.headers, method="POST")
         deadline = time.monotonic() + self.timeout_s
         try:
@@ -145,13 +169,76 @@ class ChatCompletionsClient:
             raise RetryableError(f"connection failed: {exc.reason}") from None
         except (ConnectionError, http.client.HTTPException, OSError) as exc:
             raise RetryableError(f"connection failed: {type(exc).__name__}: {exc}") from None
-        try:
-            value = jsontext.loads(raw.decode("utf-8", errors="replace"))
-        except ValueError:
-            raise RetryableError(f"response is not JSON: {raw[:120]!r}") from None
-        if not isinstance(value, dict) or not value.get("choices"):
-            raise RetryableError(f"response has no choices: {raw[:200]!r}")
-        return value
+        return _decoded(raw)
+
+    # -- keep_alive ----------------------------------------------------------------------------------
+    def _connection(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's kept connection (new when `fresh` or none yet), and whether it was reused."""
+        connection = getattr(self._local, "connection", None)
+        if connection is not None and not fresh:
+            return connection, True
+        self._drop()
+        parts = self._split
+        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        connection = kind(parts.hostname, parts.port, timeout=self.timeout_s)
+        connection.connect()
+        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._local.connection = connection
+        with self._kept_lock:
+            self._kept.append(connection)
+        return connection, False
+
+    def _drop(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if connection is not None:
+            connection.close()
+            with self._kept_lock:
+                if connection in self._kept:
+                    self._kept.remove(connection)
+
+    def _post_kept(self, body: bytes) -> dict[str, Any]:
+        deadline = time.monotonic() + self.timeout_s
+        path = self._split.path + (f"?{self._split.query}" if self._split.query else "")
+        for fresh in (False, True):
+            reused = False
+            try:
+                connection, reused = self._connection(fresh)
+                connection.request("POST", path, body=body, headers=self.headers)
+                response = connection.getresponse()
+                raw = _read_until(response, deadline, self.timeout_s)
+                response.read()  # the body is all read: this marks the response done, the connection free
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+                self._drop()
+                if reused and not fresh:
+                    continue  # the server closed a kept connection: the request never reached it
+                raise RetryableError(f"connection failed: {type(exc).__name__}: {exc}") from None
+            except TimeoutError:
+                self._drop()
+                raise RetryableError(f"no response within {self.timeout_s:g} s") from None
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                raise RetryableError(f"connection failed: {type(exc).__name__}: {exc}") from None
+            if response.will_close:
+                self._drop()
+            break
+        if response.status >= 400:
+            message = f"HTTP {response.status}: {_detail_text(raw.decode('utf-8', errors='replace'), response.reason)}"
+            if response.status in RETRY_STATUSES or response.status >= 500:
+                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+                raise RetryableError(message, retry_after, response.status)
+            raise RequestRejected(f"{self.url}: {message}", response.status)
+        return _decoded(raw)
+
+
+def _decoded(raw: bytes) -> dict[str, Any]:
+    try:
+        value = jsontext.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        raise RetryableError(f"response is not JSON: {raw[:120]!r}") from None
+    if not isinstance(value, dict) or not value.get("choices"):
+        raise RetryableError(f"response has no choices: {raw[:200]!r}")
+    return value
 
 
 def _read_until(response: http.client.HTTPResponse, deadline: float, timeout_s: float) -> bytes:
@@ -171,13 +258,18 @@ def _error_detail(exc: urllib.error.HTTPError) -> str:
         text = exc.read().decode("utf-8", errors="replace")
     except Exception:
         return exc.reason or ""
+    return _detail_text(text, exc.reason)
+
+
+def _detail_text(text: str, reason: Any) -> str:
+    """What an error body says: an OpenAI-style `error.message`, else the text's start."""
     try:
         value = jsontext.loads(text)
         if isinstance(value, dict) and isinstance(value.get("error"), dict):
             return str(value["error"].get("message") or value["error"])
     except ValueError:
         pass
-    return text[:300] or str(exc.reason)
+    return text[:300] or str(reason)
 
 
 def retry_after_seconds(header: str | None) -> float | None:

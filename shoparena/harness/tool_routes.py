@@ -22,6 +22,7 @@ from starlette.requests import ClientDisconnect
 
 from shoparena.harness import jsontext
 from shoparena.harness.tool_specs import TOOL_SPECS
+from shoparena.records.calls import Origin
 
 if TYPE_CHECKING:
     from shoparena.harness.tool_server import ToolServer, ToolSession
@@ -50,18 +51,26 @@ class Refusal(Exception):
     `close` ends the connection after the reply (the body was not read, so it must not be parsed as
     the next request)."""
 
-    def __init__(self, status: int, message: str, *, close: bool = False):
+    def __init__(
+        self, status: int, message: str, *, close: bool = False, headers: dict[str, str] | None = None
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
         self.close = close
+        self.headers = headers
+        """Extra response headers (e.g. `Retry-After` of a rate limit)."""
 
 
-def reply(status: int, payload: dict[str, Any], *, close: bool = False) -> Response:
+def reply(
+    status: int, payload: dict[str, Any], *, close: bool = False, headers: dict[str, str] | None = None
+) -> Response:
     """A JSON response (orjson; what orjson refuses still encodes, never raises)."""
     body = jsontext.dumps(payload).encode("utf-8", "replace")
-    headers = {"connection": "close"} if close else None
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
+    headers = dict(headers or {})
+    if close:
+        headers["connection"] = "close"
+    return Response(body, status_code=status, media_type="application/json", headers=headers or None)
 
 
 def error_body(message: str) -> dict[str, Any]:
@@ -143,7 +152,14 @@ def call_tool(session: ToolSession, name: str, body: bytes) -> tuple[int, dict[s
 
     episode = session.episode
     with session.lock:
-        observation = episode.call(name, arguments, origin=origin, call_id=call_id)
+        # the claim is not evidence: only a tool call an inference response offered makes it `llm`
+        offered = session.ledger.consume(name, arguments) if isinstance(arguments, dict) else None
+        verified: Origin = "llm" if offered is not None else "code"
+        if origin == "llm" and offered is None:
+            session.ledger.note_unverified_claim()
+        observation = episode.call(name, arguments, origin=verified, call_id=call_id)
+        if offered is not None:
+            offered.used_by = observation.call_id
         step = (
             episode.steps_used
         )  # a direct call is one step: the one just used, or the last one after the end
@@ -156,6 +172,7 @@ def call_tool(session: ToolSession, name: str, body: bytes) -> tuple[int, dict[s
         "call_id": observation.call_id,
         "step": step,
         "ended": ended,
+        "origin": verified,
     }
 
 
@@ -199,7 +216,7 @@ def build_app(server: ToolServer, routers: list[APIRouter]) -> FastAPI:
 
     @app.exception_handler(Refusal)
     async def _refused(request: Request, exc: Refusal) -> Response:
-        return reply(exc.status, error_body(exc.message), close=exc.close)
+        return reply(exc.status, error_body(exc.message), close=exc.close, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def _no_route(request: Request, exc: StarletteHTTPException) -> Response:

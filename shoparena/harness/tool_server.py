@@ -18,9 +18,10 @@ Wire format (JSON both ways):
 - `GET  /v1/tools` → `{"profile", "tools": [OpenAI schemas], "step_cap", "steps_used", "ended"}`.
 - `POST /v1/tools/{name}` with a JSON object of the tool's arguments. Two keys are reserved and
   never reach the tool (no tool has a parameter of these names): `origin` — `"code"` (default) or
-  `"llm"` — and `call_id`, an id to record the call under. Calls default to `code` because what
-  arrives here was sent by agent code; only the agent can know that its model emitted a call, and it
-  says so explicitly. The reply is `{"ok", "result", "error", "text", "call_id", "step", "ended"}`.
+  `"llm"` — and `call_id`, an id to record the call under. The origin is a claim and is not trusted:
+  a call is recorded as `llm` only when it matches an unused tool call of an inference response the
+  session's inference proxy returned (`call_ledger`), else as `code`, whatever was claimed. The reply
+  is `{"ok", "result", "error", "text", "call_id", "step", "ended", "origin"}` (the recorded origin).
 
 Status codes of a tool call (every one of these is recorded in the episode's log):
 200 the tool ran (`ok` false when the tool itself refused, e.g. an id not in the catalogue — the
@@ -53,6 +54,7 @@ from typing import Any
 import uvicorn
 from fastapi import APIRouter, FastAPI
 
+from shoparena.harness.call_ledger import CallLedger
 from shoparena.harness.episode import Episode
 from shoparena.harness.tool_routes import RESERVED_KEYS, build_app
 
@@ -78,6 +80,8 @@ class ToolSession:
     """Serialises calls: an Episode is not thread-safe, and a log entry's step must match its order."""
     state: dict[str, Any] = field(default_factory=dict)
     """What routes mounted beside the tools keep per session (e.g. the inference proxy's log)."""
+    ledger: CallLedger = field(default_factory=CallLedger)
+    """The tool calls the episode's inference responses offered: what makes a call's origin `llm`."""
 
 
 class ToolServer:

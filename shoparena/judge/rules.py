@@ -73,6 +73,21 @@ def _find_token(text: str, token: str) -> re.Match[str] | None:
 
 # -- gate 1 ---------------------------------------------------------------------------------------
 def check_reasoned(view: TraceView, usage: TokenUsage, rules: RuleSettings = DEFAULT_RULES) -> GateCheck:
+    """Gate 1. Inference is read from the verified inference log when the record has one (an agent
+    behind the inference proxy: what it reports about its own usage is a claim and is ignored), else
+    from `usage` (the harness's own model client counted it for in-process agents)."""
+    if view.inference is not None and view.inference.served == 0:
+        claimed = (
+            f"; the {usage.completion_tokens} completion tokens the agent reports are not evidence"
+            if usage.completion_tokens or usage.model_calls
+            else ""
+        )
+        return GateCheck(
+            REASONED,
+            False,
+            f"the verified inference log holds no served model request ({view.inference.requests} "
+            f"request(s) made){claimed}",
+        )
     if view.llm_calls == 0:
         if view.code_calls:
             reason = (
@@ -88,6 +103,14 @@ def check_reasoned(view: TraceView, usage: TokenUsage, rules: RuleSettings = DEF
             False,
             f"the model wrote {reasoning_words} word(s) of reasoning (< {rules.min_reasoning_words})",
         )
+    source = "reported"
+    if view.inference is not None:
+        source = "verified by the inference proxy"
+        usage = TokenUsage(
+            prompt_tokens=view.inference.prompt_tokens,
+            completion_tokens=view.inference.completion_tokens,
+            model_calls=view.inference.served,
+        )
     reported = usage.completion_tokens > 0 or usage.model_calls > 0
     if not reported:
         if rules.require_usage:
@@ -97,19 +120,19 @@ def check_reasoned(view: TraceView, usage: TokenUsage, rules: RuleSettings = DEF
         return GateCheck(
             REASONED,
             False,
-            f"{usage.completion_tokens} completion tokens reported (< {rules.min_completion_tokens})",
+            f"{usage.completion_tokens} completion tokens {source} (< {rules.min_completion_tokens})",
         )
     if usage.completion_tokens < rules.min_tokens_per_word * reasoning_words:
         return GateCheck(
             REASONED,
             False,
             f"{reasoning_words} words of reasoning but only {usage.completion_tokens} completion tokens "
-            "reported: the text was not produced by that inference",
+            f"{source}: the text was not produced by that inference",
         )
     return GateCheck(
         REASONED,
         True,
-        f"{usage.completion_tokens} completion tokens over {usage.model_calls} model call(s), "
+        f"{usage.completion_tokens} completion tokens over {usage.model_calls} model call(s) ({source}), "
         f"{reasoning_words} words of reasoning",
     )
 

@@ -5,6 +5,12 @@ Data comes from `record.calls` (the harness's log, which an agent cannot alter),
 messages of the trace: a tool message whose call is not in the log contributes nothing. The model's
 text comes from the trace (`record.messages`), because that is what the model wrote; an assistant turn
 whose calls were all emitted by code (`origin == "code"`) is not the model's text.
+
+A record with a verified inference log (`record.inference`: an agent behind the inference proxy, such
+as a miner file) also has the model text the proxy saw the model return: each served response is a
+model turn, placed after the calls the verified log held when its request arrived. Those turns are the
+model's own words whatever the agent claims, and the log's token counts, not the agent's, are what
+gate 1 reads (`VerifiedInference`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from shoparena.harness.protocols import scan_tags
+from shoparena.records.calls import CallRecord
+from shoparena.records.inference import InferenceEntry, InferenceLog
 from shoparena.records.trajectory import TrajectoryRecord
 
 ID_KEYS = frozenset({"product_id", "shop_id"})
@@ -156,6 +165,20 @@ class ModelTurn:
         return bool(self.seen.tokens or self.seen.numbers or self.seen.ids)
 
 
+@dataclass(frozen=True)
+class VerifiedInference:
+    """What the verified inference log says was inferred (None on a view: the record has no log)."""
+
+    requests: int
+    served: int
+    prompt_tokens: int
+    completion_tokens: int
+
+    @classmethod
+    def of(cls, log: InferenceLog) -> VerifiedInference:
+        return cls(log.requests, log.served, log.prompt_tokens, log.completion_tokens)
+
+
 @dataclass
 class TraceView:
     """A record read for judging."""
@@ -167,7 +190,9 @@ class TraceView:
     observed: Observed
     """Everything the verified log showed by the end."""
     fields: list[tuple[int, str, str, bool]]
-    """(message index, field, text, written by the model) for every text field of the trace."""
+    """(message index, field, text, written by the model) for every text field of the trace; a
+    response of the inference log has the index -seq."""
+    inference: VerifiedInference | None = None
 
     @property
     def model_text(self) -> str:
@@ -260,6 +285,10 @@ def read_trace(record: TrajectoryRecord, query: str | None = None) -> TraceView:
                 if role == "system":
                     own.update(words(content))
                     own_numbers.update(price_key(n) for n, *_ in numbers_in(content))
+    inference = None
+    if record.inference is not None:
+        inference = VerifiedInference.of(record.inference)
+        turns.extend(_inference_turns(record.inference, record.calls, query, fields))
     llm_calls = sum(1 for call in record.calls if call.origin == "llm")
     return TraceView(
         query=query,
@@ -268,4 +297,51 @@ def read_trace(record: TrajectoryRecord, query: str | None = None) -> TraceView:
         code_calls=len(record.calls) - llm_calls,
         observed=observed,
         fields=fields,
+        inference=inference,
     )
+
+
+def response_text(entry: InferenceEntry) -> str:
+    """The model's words in a logged response: its reasoning and content, tool-call blocks left out."""
+    parts = [entry.reasoning or ""]
+    content = entry.content or ""
+    if "<tool_call>" in content or "<think>" in content or "</think>" in content:
+        scan = scan_tags(content, ("think", "tool_call", "response"))
+        parts.extend(body for name, body in scan.blocks if name != "tool_call")
+        parts.append(scan.outside)
+    else:
+        parts.append(content)
+    return "\n".join(part.strip() for part in parts if part.strip())
+
+
+def _inference_turns(
+    log: InferenceLog, calls: list[CallRecord], query: str, fields: list[tuple[int, str, str, bool]]
+) -> list[ModelTurn]:
+    """One model turn per served response, seeing the results of the calls logged before its request."""
+    seen = Observed()
+    own = set(words(query))
+    own_numbers = {price_key(n) for n, *_ in numbers_in(query)}
+    taken = 0
+    turns: list[ModelTurn] = []
+    for entry in sorted(log.entries, key=lambda e: e.seq):
+        if entry.outcome != "ok":
+            continue
+        for call in calls[taken : max(taken, entry.calls_before)]:
+            if call.error is None and call.result is not None:
+                seen.add_result(call.result)
+            if call.arguments:
+                written = " ".join(str(v) for v in call.arguments.values())
+                own.update(words(written))
+                own_numbers.update(price_key(n) for n, *_ in numbers_in(written))
+        taken = max(taken, entry.calls_before)
+        text = response_text(entry)
+        if not text:
+            continue
+        # the response's own call arguments are its words too (a filter it describes is not a citation)
+        written = " ".join(call.arguments for call in entry.tool_calls)
+        call_words, call_numbers = set(words(written)), {price_key(n) for n, *_ in numbers_in(written)}
+        fields.append((-entry.seq, "inference", text, True))
+        turns.append(ModelTurn(-entry.seq, text, seen.copy(), own | call_words, own_numbers | call_numbers))
+        own.update(words(text), call_words)
+        own_numbers.update({price_key(n) for n, *_ in numbers_in(text)}, call_numbers)
+    return turns

@@ -9,9 +9,17 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from shoparena.records.calls import CallRecord
+from shoparena.records.inference import InferenceLog
 from shoparena.records.score import ScoreSummary
 from shoparena.records.verdict import JudgeVerdict
 
@@ -113,8 +121,20 @@ class TrajectoryRecord(BaseModel):
     scoring_pipeline_version: str = SCORING_PIPELINE_VERSION
     judge: JudgeVerdict | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    """What the agent reported (for in-process agents, what the harness's own model client counted)."""
+    inference: InferenceLog | None = None
+    """The verified inference log, for agents that reached a model only through the inference proxy
+    (miner files); None for agents without one. Absent from the JSON when None, so records without
+    a log keep their bytes (and their content hash) exactly."""
     timings: Timings
     shoparena_version: str
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_inference(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if self.inference is None:
+            data.pop("inference", None)
+        return data
 
     @staticmethod
     def make_id(run_id: str, problem_id: str, sample: int) -> str:

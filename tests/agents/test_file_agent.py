@@ -20,7 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shoparena.agents.base import AgentSpecError, ProblemView, make_agent
+from shoparena.agents.config import EvalConfig
 from shoparena.agents.file_agent import FileAgent, StepFormatError, make_file_agent, parse_steps
+from shoparena.agents.inference_proxy import InferenceProxy
+from shoparena.agents.runner import run_eval
 from shoparena.harness import Episode
 from shoparena.harness.tool_server import ToolServer
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
@@ -125,7 +128,7 @@ def test_a_sandbox_that_cannot_run_is_refused_when_the_agent_is_made():
         "the bwrap sandbox cannot run here: cannot run the sandbox's interpreter /nonexistent/python3"
         in str(caught.value)
     )
-    assert "sandbox=none" in str(caught.value)
+    assert "--sandbox none" in str(caught.value)
     with pytest.raises(AgentSpecError, match="only through a Unix socket"):
         make_file_agent(str(MINERS / "good_miner.py"), server=ToolServer())
 
@@ -134,16 +137,23 @@ def test_a_sandbox_that_cannot_run_is_refused_when_the_agent_is_made():
 def test_a_good_miner_drives_the_episode_through_the_sdk(file_catalog, file_problems, file_server):
     problem = file_problems[0]
     episode, run = run_on_problem(miner("good_miner", file_server), file_catalog, problem)
-    assert run.error is None and run.notes == []
+    assert run.error is None
     names = [(c.name, c.origin) for c in episode.calls]
+    # it claims origin "llm" for its searches and its recommendation, but no model answered any of
+    # them: every call is recorded as code, and the rejected claims are counted and noted
     assert names[-3:] == [
         ("view_product_information", "code"),
-        ("recommend_product", "llm"),
+        ("recommend_product", "code"),
         ("terminate", "code"),
     ]
-    assert {origin for name, origin in names[:-3]} == {"llm"} and {n for n, _ in names[:-3]} == {
+    assert {origin for name, origin in names[:-3]} == {"code"} and {n for n, _ in names[:-3]} == {
         "find_product"
     }
+    assert run.inference.requests == 0 and run.inference.unverified_llm_claims == len(names) - 2
+    assert run.notes == [
+        f"{len(names) - 2} tool call(s) claimed as emitted by the model matched no tool call of an "
+        "inference response and were recorded as code"
+    ]
     assert episode.terminated == "success" and episode.ended
     claimed = run.model_outputs[-1]["completion"]["message"]["tool_call"][0]
     assert episode.recommended_product_ids == [claimed["parameters"]["product_ids"]]
@@ -366,8 +376,7 @@ def test_lenient_step_shapes_are_accepted():
 @SANDBOXED
 def test_replay_notes_reach_the_trajectory_record(file_catalog, file_problems, tmp_path):
     """What the harness did on a miner's behalf is part of the record, not only of the agent's report."""
-    from shoparena.agents.config import EvalConfig
-    from shoparena.agents.runner import run_eval
+
     from shoparena.problems.io import write_problems
 
     problems_path = tmp_path / "problems.jsonl"
@@ -402,27 +411,28 @@ def test_a_miner_named_like_a_harness_file_still_runs(
     assert [c.name for c in episode.calls][-2:] == ["recommend_product", "terminate"]
 
 
-def test_a_miner_reaches_a_server_listening_on_a_unix_socket_only(file_catalog, file_problems):
+def test_a_miner_reaches_tools_and_inference_on_a_server_listening_on_a_unix_socket_only(
+    file_catalog, file_problems
+):
+    proxy = InferenceProxy()
     with (
         tempfile.TemporaryDirectory(prefix="fa-", dir="/tmp") as where,
-        ToolServer(host=None, socket_path=Path(where) / "tools.sock") as unix_only,
+        ToolServer(host=None, socket_path=Path(where) / "tools.sock", routers=[proxy.router]) as unix_only,
     ):
         assert unix_only.url.startswith("unix:///")
         with pytest.warns(NoSandboxWarning):
-            agent = miner("good_miner", unix_only, sandbox="none")
+            agent = make_file_agent(
+                str(MINERS / "chat_miner.py"), server=unix_only, inference=proxy, sandbox="none"
+            )
         episode, run = run_on_problem(agent, file_catalog, file_problems[0])
     assert run.error is None and episode.terminated == "success"
-    assert {c.origin for c in episode.calls} == {"llm", "code"}
-    assert run.notes == [
-        "sandbox 'none': the program runs as this user with the host's file system and network; use it "
-        "only for code you trust"
-    ]
+    assert {c.origin for c in episode.calls} == {"llm"} and run.inference.served >= 2
 
 
 def test_no_sandbox_is_loud_and_in_every_record(file_catalog, file_problems, tmp_path):
     """`sandbox=none` by explicit choice only: a warning on stderr when the agent is made and one note in
     every record; the miner still reaches its tools (over loopback TCP)."""
-    from shoparena.agents.runner import run_eval
+
     from shoparena.problems.io import write_problems
 
     problems_path = tmp_path / "problems.jsonl"
@@ -435,14 +445,17 @@ def test_no_sandbox_is_loud_and_in_every_record(file_catalog, file_problems, tmp
     assert done.returncode == 0 and "NoSandboxWarning: file agent: sandbox 'none'" in done.stderr  # on stderr
     with pytest.warns(NoSandboxWarning):
         run_eval(
-            file_catalog.store.path.parent,
-            problems_path,
-            f"file:{MINERS / 'good_miner.py'}",
-            {"timeout_s": 30, "sandbox": "none"},
-            out,
-            executor="inline",
-            similarity="lexical",
-            n_bootstrap=10,
+            EvalConfig(
+                catalog=file_catalog.store.path.parent,
+                problems=problems_path,
+                agent=f"file:{MINERS / 'good_miner.py'}",
+                out=out,
+                timeout=30,
+                sandbox="none",
+                executor="inline",
+                similarity="lexical",
+                bootstrap=10,
+            )
         )
     records = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
     assert len(records) == 2

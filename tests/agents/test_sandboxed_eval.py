@@ -18,13 +18,14 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from shoparena.agents.trajectory import TrajectoryRecord
 from typer.testing import CliRunner
 
+from shoparena.agents.config import EvalConfig
 from shoparena.agents.runner import run_eval
 from shoparena.cli import app
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
+from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.sandbox import NoSandboxWarning
 from tests.sandbox.test_limits import host_processes_with
 
@@ -54,14 +55,16 @@ def evaluate(catalog_dir, problems_file, miner: Path, out: Path, **kwargs) -> li
     options = {"timeout_s": 30, **kwargs.pop("options", {})}
     kwargs.setdefault("executor", "inline")
     run_eval(
-        catalog_dir,
-        problems_file,
-        f"file:{miner}",
-        options,
-        out,
-        similarity="lexical",
-        n_bootstrap=10,
-        **kwargs,
+        EvalConfig(
+            catalog=catalog_dir,
+            problems=problems_file,
+            agent=f"file:{miner}",
+            out=out,
+            options=options,
+            similarity="lexical",
+            bootstrap=10,
+            **kwargs,
+        )
     )
     return records(out)
 
@@ -158,14 +161,16 @@ def test_forged_records_never_reach_the_run_the_resume_or_the_store(
     assert b"FORGED" not in genuine and b"forged-" not in genuine
 
     resumed = run_eval(
-        small_catalog_dir,
-        problems_file,
-        f"file:{HOSTILE / 'forging_miner.py'}",
-        {"timeout_s": 30},
-        out,
-        executor="inline",
-        similarity="lexical",
-        n_bootstrap=10,
+        EvalConfig(
+            catalog=small_catalog_dir,
+            problems=problems_file,
+            agent=f"file:{HOSTILE / 'forging_miner.py'}",
+            out=out,
+            options={"timeout_s": 30},
+            executor="inline",
+            similarity="lexical",
+            bootstrap=10,
+        )
     )
     assert (resumed.episodes_run, resumed.episodes_resumed) == (0, 2)
     assert (out / "trajectories.jsonl").read_bytes() == genuine
@@ -214,7 +219,7 @@ def test_a_daemon_does_not_outlive_the_timeout(small_catalog_dir, problems_file,
         miner,
         tmp_path / "run",
         limit=1,
-        episode_timeout_s=2.0,
+        timeout=2.0,
         options={"timeout_s": 2.0},
     )
     assert time.monotonic() - started < 8
@@ -257,7 +262,7 @@ def test_the_episodes_timeout_cancels_a_longer_sandbox_clock(small_catalog_dir, 
         Path(__file__).parent / "miners" / "sleeping_miner.py",
         tmp_path / "run",
         limit=1,
-        episode_timeout_s=1.5,
+        timeout=1.5,
         options={"timeout_s": 120},
     )
     assert time.monotonic() - started < 8

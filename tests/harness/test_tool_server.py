@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from shoparena.harness import Episode, jsontext
+from shoparena.harness import Episode, ParsedCall, jsontext
 from shoparena.harness.tool_routes import STATUS_OF_REFUSAL, Refusal, current_session, reply
 from shoparena.harness.tool_server import ToolServer, ToolSession
 
@@ -65,28 +65,32 @@ def test_lists_the_profile_tools_with_either_token_header(server, session):
     assert request(server, "GET", "/v1/health") == (200, {"ok": True})
 
 
-def test_a_call_is_recorded_with_its_origin_and_answers_like_the_episode(server, session, products):
+def test_a_call_is_recorded_with_its_verified_origin_and_answers_like_the_episode(server, session, products):
     episode, token = session
     title_words = " ".join(products[0]["title"].split()[:3])
+    # what an inference response offered (the proxy does this); the claim alone proves nothing
+    server.session_of(token).ledger.offer(1, [ParsedCall(name="find_product", arguments={"q": title_words})])
     status, body = request(
         server, "POST", "/v1/tools/find_product", {"q": title_words, "origin": "llm"}, token
     )
     assert status == 200 and body["ok"] and body["step"] == 1 and body["error"] is None
-    assert body["result"] and body["text"] == jsontext.dumps(body["result"])
+    assert body["result"] and body["text"] == jsontext.dumps(body["result"]) and body["origin"] == "llm"
     status, body = request(
         server,
         "POST",
         "/v1/tools/view_product_information",
-        {"product_ids": products[0]["product_id"]},
+        {"product_ids": products[0]["product_id"], "origin": "llm"},
         token,
     )
-    assert status == 200 and body["step"] == 2
+    assert status == 200 and body["step"] == 2 and body["origin"] == "code"
     status, body = request(server, "POST", "/v1/tools/calculate_voucher", {"call_id": "mine-1"}, token)
     assert [(c.name, c.origin, c.step) for c in episode.calls] == [
         ("find_product", "llm", 1),
         ("view_product_information", "code", 2),
         ("calculate_voucher", "code", 3),
     ]
+    ledger = server.session_of(token).ledger
+    assert (ledger.offered, ledger.used, ledger.unverified_claims) == (1, 1, 1)
     assert episode.calls[0].arguments == {"q": title_words}  # reserved keys never reach the tool
     assert body["call_id"] == "mine-1" == episode.calls[2].call_id
     assert episode.messages[-1]["tool_call_id"] == "mine-1"
