@@ -9,7 +9,7 @@ from shoparena.arena.client import ArenaClient
 
 MINERS = Path(__file__).resolve().parent / "miners"
 BENIGN_AGENT = MINERS / "benign_agent.py"
-SLOW_AGENT = MINERS / "slow_agent.py"
+SLEEP_LINE = "    time.sleep(1.0)  # slow enough that a test can stop its validator mid-job\n"
 LEASE_S = 10
 EVALUATION = {"similarity": "lexical", "timeout_s": 60}
 NO_COOLDOWN = {"full_s": 0, "security_s": 0, "format_s": 0}
@@ -19,6 +19,13 @@ def client(server, key) -> ArenaClient:
     return ArenaClient(server.url, key.keypair)
 
 
-def submit(server, key, path: Path = BENIGN_AGENT) -> str:
+def slow_agent() -> str:
+    """The benign miner, one second slower per problem."""
+    code = BENIGN_AGENT.read_text()
+    code = code.replace("import miner_sdk\n", "import time\n\nimport miner_sdk\n", 1)
+    return code.replace("def agent_main(problem_data):\n", "def agent_main(problem_data):\n" + SLEEP_LINE, 1)
+
+
+def submit(server, key, code: str | None = None) -> str:
     with client(server, key) as miner:
-        return miner.submit(path.name, path.read_text()).submission_id
+        return miner.submit(BENIGN_AGENT.name, code or BENIGN_AGENT.read_text()).submission_id

@@ -27,8 +27,8 @@ from tests.arena.job_helpers import (
     BENIGN_AGENT,
     EVALUATION,
     LEASE_S,
-    SLOW_AGENT,
     client,
+    slow_agent,
     submit,
 )
 from tests.judge.loopback import ScriptedServer, verdict_text
@@ -60,6 +60,32 @@ def key_file(tmp_path, key: Key, name: str):
     path = tmp_path / name
     write_key_file(path, key.file)
     return path
+
+
+def validator_process(server, key, *options) -> subprocess.Popen:
+    """`shoparena validator run` as a real process in a session (and process group) of its own."""
+    command = [
+        sys.executable, "-c", "from shoparena.cli import main; main()", "validator", "run",
+        "--arena", server.url, "--key", key, "--sandbox", "none", *options,
+    ]  # fmt: skip
+    return subprocess.Popen(
+        [str(part) for part in command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "400"},
+    )
+
+
+def wait_until_running(arena, submission_id: str, process: subprocess.Popen) -> None:
+    """Until the process has claimed the job, then a little into its first problems (the slow miner
+    takes a second each)."""
+    deadline = time.monotonic() + 120
+    while arena.ledger.get(submission_id).status != "running":
+        assert process.poll() is None, process.stdout.read().decode()
+        assert time.monotonic() < deadline, "the validator never claimed the job"
+        time.sleep(0.05)
+    time.sleep(1.5)
 
 
 @pytest.mark.usefixtures("sandbox_ready")
@@ -193,26 +219,11 @@ def test_a_stopped_validator_loses_nothing(
     )
     try:
         server = server_factory(arena)
-        submission_id = submit(server, miner, SLOW_AGENT)
-        command = [
-            sys.executable, "-c", "from shoparena.cli import main; main()", "validator", "run", "--once",
-            "--arena", server.url, "--key", key_file(tmp_path, stopped, "stopped.json"),
-            "--catalog", small_catalog_dir, "--sandbox", "none",
-        ]  # fmt: skip
-        process = subprocess.Popen(
-            [str(part) for part in command],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, "NO_COLOR": "1", "COLUMNS": "400"},
-        )
+        submission_id = submit(server, miner, slow_agent())
+        key = key_file(tmp_path, stopped, "stopped.json")
+        process = validator_process(server, key, "--once", "--catalog", small_catalog_dir)
         try:
-            deadline = time.monotonic() + 120
-            while arena.ledger.get(submission_id).status != "running":
-                assert process.poll() is None, process.stdout.read().decode()
-                assert time.monotonic() < deadline, "the validator never claimed the job"
-                time.sleep(0.05)
-            time.sleep(1.5)  # into its first problems (the slow miner takes 1 s each), most of the time
+            wait_until_running(arena, submission_id, process)
             os.killpg(process.pid, signal.SIGSTOP)  # the validator and its eval workers freeze mid-job
             clock.advance(31)  # past the 30 s lease, with no heartbeat
             with validating(server, other) as second:
@@ -234,25 +245,10 @@ def test_a_stopped_validator_loses_nothing(
 
 def test_ctrl_c_gives_the_job_back(tmp_path, small_catalog_dir, job_arena, server_factory, miner, validator):
     server = server_factory(job_arena)
-    submission_id = submit(server, miner, SLOW_AGENT)
-    command = [
-        sys.executable, "-c", "from shoparena.cli import main; main()", "validator", "run",
-        "--arena", server.url, "--key", key_file(tmp_path, validator, "v.json"), "--sandbox", "none",
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        [str(part) for part in command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "400"},
-    )
+    submission_id = submit(server, miner, slow_agent())
+    process = validator_process(server, key_file(tmp_path, validator, "v.json"))
     try:
-        deadline = time.monotonic() + 120
-        while job_arena.ledger.get(submission_id).status != "running":
-            assert process.poll() is None, process.stdout.read().decode()
-            assert time.monotonic() < deadline, "the validator never claimed the job"
-            time.sleep(0.05)
-        time.sleep(1.5)
+        wait_until_running(job_arena, submission_id, process)
         os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in its terminal reaches the whole group
         output = process.communicate(timeout=60)[0].decode()
     finally:
