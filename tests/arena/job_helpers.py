@@ -7,8 +7,8 @@ from pathlib import Path
 
 from shoparena.arena.client import ArenaClient
 
-MINERS = Path(__file__).resolve().parent / "miners"
-BENIGN_AGENT = MINERS / "benign_agent.py"
+BENIGN_AGENT = Path(__file__).resolve().parents[1] / "agents" / "miners" / "good_miner.py"
+"""Searches, looks at the first hit, recommends it and terminates: a plain miner admission admits."""
 SLEEP_LINE = "    time.sleep(1.0)  # slow enough that a test can stop its validator mid-job\n"
 LEASE_S = 10
 EVALUATION = {"similarity": "lexical", "timeout_s": 60}

@@ -113,7 +113,7 @@ def test_miner_to_validator_round_trip_through_the_cli(tmp_path, small_catalog_d
         submitted = invoke("miner", "submit", "--arena", url, "--key", miner_key, BENIGN_AGENT, "--json")
         assert submitted.exit_code == 0, submitted.output
         submission_id = orjson.loads(submitted.stdout)["submission_id"]
-        ran = invoke(
+        run_once = (
             "validator",
             "run",
             "--once",
@@ -124,6 +124,7 @@ def test_miner_to_validator_round_trip_through_the_cli(tmp_path, small_catalog_d
             "--catalog",
             small_catalog_dir,
         )
+        ran = invoke(*run_once)
         assert ran.exit_code == 0, ran.output
         assert f"submission {submission_id}" in ran.stdout and "stored" in ran.stdout
         status = invoke("miner", "status", "--arena", url, "--key", miner_key, submission_id, "--json")
@@ -143,17 +144,7 @@ def test_miner_to_validator_round_trip_through_the_cli(tmp_path, small_catalog_d
             assert record.run_id == result["job_id"] and record.scoring_mode == "strict"
         readable = invoke("miner", "status", "--arena", url, "--key", miner_key, submission_id)
         assert "final score" in readable.stdout and "ASR" in readable.stdout
-        idle = invoke(
-            "validator",
-            "run",
-            "--once",
-            "--arena",
-            url,
-            "--key",
-            validator_key,
-            "--catalog",
-            small_catalog_dir,
-        )
+        idle = invoke(*run_once)
         assert idle.exit_code == 0 and "no job waiting" in idle.stdout
 
 
