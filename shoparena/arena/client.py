@@ -1,5 +1,5 @@
-"""The miner's (and later the validator's) side of the API: signed requests, typed answers, and every
-refusal raised as `ArenaRefused` carrying the server's reason and message."""
+"""The miner's and the validator's side of the API: signed requests, typed answers, and every refusal
+raised as `ArenaRefused` carrying the server's reason (401s) or error code and message."""
 
 from __future__ import annotations
 
@@ -12,7 +12,12 @@ from pydantic import TypeAdapter, ValidationError
 
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.models import (
+    ArenaInfo,
+    JobOffer,
+    LeaseView,
     Refusal,
+    ResultAccepted,
+    ResultPost,
     SubmissionSummary,
     SubmissionView,
     SubmitAccepted,
@@ -98,3 +103,40 @@ class ArenaClient:
 
     def whoami(self) -> WhoAmI:
         return WhoAmI.model_validate(self._checked(self.request("GET", "/v1/whoami"), 200))
+
+    # -- validators ---------------------------------------------------------------------------------
+
+    def arena_info(self) -> ArenaInfo:
+        return ArenaInfo.model_validate(self._checked(self.request("GET", "/v1/validator/arena"), 200))
+
+    def claim(self) -> JobOffer | None:
+        """A job under a new lease, or None when nothing is waiting."""
+        response = self.request("POST", "/v1/validator/claim", b"{}")
+        if response.status_code == 204:
+            return None
+        return JobOffer.model_validate(self._checked(response, 200))
+
+    def heartbeat(self, lease_id: str) -> LeaseView:
+        body = orjson.dumps({"lease_id": lease_id})
+        return LeaseView.model_validate(
+            self._checked(self.request("POST", "/v1/validator/heartbeat", body), 200)
+        )
+
+    def release(self, lease_id: str, reason: str) -> LeaseView:
+        body = orjson.dumps({"lease_id": lease_id, "reason": reason[:2000] or "released"})
+        return LeaseView.model_validate(
+            self._checked(self.request("POST", "/v1/validator/release", body), 200)
+        )
+
+    def code(self, lease_id: str) -> tuple[bytes, str | None]:
+        """The submission's code and the sha256 the arena says it has (the caller checks both)."""
+        response = self.request("POST", "/v1/validator/code", orjson.dumps({"lease_id": lease_id}))
+        if response.status_code != 200:
+            self._checked(response, 200)
+        return response.content, response.headers.get("X-Code-Sha256")
+
+    def post_result(self, post: ResultPost | bytes) -> ResultAccepted:
+        """201 (stored) or 200 (this result was stored before): `created` says which."""
+        body = post if isinstance(post, bytes) else post.model_dump_json().encode()
+        response = self.request("POST", "/v1/validator/result", body)
+        return ResultAccepted.model_validate(self._checked(response, 200, 201))

@@ -3,7 +3,7 @@ later command.
 
 ```
 ARENA/arena.json   ArenaConfig: catalogue and problem bank (paths, sha256), store URL, code store,
-                   nonce store, skew, cooldowns, size limits
+                   nonce store, skew, cooldowns, size limits, job leases, evaluation settings
 ARENA/arena.db     SQLite: the arena's tables and the trajectory store (default; or --store URL)
 ARENA/nonces.db    SQLite nonce store (default; or a redis:// URL)
 ARENA/code/ab/…    submitted code by sha256 (default; or an s3:// URL)
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.arena.errors import ArenaConfigError
 from shoparena.arena.ledger import CooldownPolicy
+from shoparena.arena.models import EvaluationSettings, JobPolicy
 from shoparena.arena.nonces import DEFAULT_REDIS_PREFIX
 from shoparena.index.catalog_dir import CatalogDirError, read_meta
 from shoparena.problems.io import ProblemFileError, read_problems
@@ -52,6 +53,10 @@ class ArenaConfig(BaseModel):
     """Key prefix in Redis (several arenas can share one server)."""
     skew_s: int = Field(default=60, ge=1, le=3600)
     cooldown: CooldownPolicy = Field(default_factory=CooldownPolicy)
+    jobs: JobPolicy = Field(default_factory=JobPolicy)
+    """Leases, heartbeats and how many validators evaluate each submission."""
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    """How validators run and score every problem (production-strict)."""
     max_code_bytes: int = Field(default=MIB, ge=1)
     max_body_bytes: int = Field(default=2 * MIB, ge=1)
     """Transport cap of a submit request: the code plus its JSON escaping (≈ 1.1× for ordinary code)."""

@@ -29,3 +29,15 @@ class UnknownSubmissionError(ArenaError):
 
 class ResultConflictError(ArenaError):
     """A result posted again for the same (job, validator) with different content."""
+
+
+class JobRefused(ArenaError):
+    """A validator's request the job layer refuses: `status` is the HTTP status, `error` the
+    machine-readable code (no_such_lease, not_your_lease, lease_lapsed, lease_ended, wrong_job,
+    bad_result, conflict, bank_changed, catalog_unavailable)."""
+
+    def __init__(self, status: int, error: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.error = error
+        self.message = message

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -286,6 +286,17 @@ class SubmissionLedger:
             raise UnknownSubmissionError(f"submission {submission_id} is not in this arena")
         return status
 
+    def status_within(self, connection: Connection, submission_id: str) -> str:
+        """The current status, read inside the caller's transaction (the job layer's)."""
+        return self._current(connection, submission_id)
+
+    def event_within(self, connection: Connection, submission_id: str, event: SubmissionEvent) -> None:
+        """Append a status event inside the caller's transaction (a claim, a lapse), which has checked
+        the current status itself."""
+        if event.status == "rejected":
+            raise ArenaError("`rejected` is only ever a submission's first event")
+        _append_event(connection, submission_id, event)
+
     def add_event(
         self,
         submission_id: str,
@@ -312,10 +323,19 @@ class SubmissionLedger:
 
     # -- results -------------------------------------------------------------------------------------
 
-    def add_result(self, result: ResultIn, now: datetime | None = None) -> tuple[ResultView, bool]:
+    def add_result(
+        self,
+        result: ResultIn,
+        now: datetime | None = None,
+        *,
+        within: Callable[[Connection], None] | None = None,
+    ) -> tuple[ResultView, bool]:
         """Append a validator's evaluation and a `scored` event; (view, True) when new. Posting the same
         result again for its (job, validator) returns the stored one and (view, False); a different one
-        raises ResultConflictError. The aggregates are computed here from the per-problem rows."""
+        raises ResultConflictError. The aggregates are computed here from the per-problem rows.
+
+        `within(connection)` runs in the same transaction when the result is new (the job layer checks
+        the lease and stores the trajectory records there); whatever it raises rolls everything back."""
         now = now or datetime.now(UTC)
         digest = _content_sha256(result)
         problems = result.problems
@@ -368,6 +388,8 @@ class SubmissionLedger:
                     status="scored", actor=result.validator_hotkey, job_id=result.job_id, at=now
                 )
                 _append_event(connection, result.submission_id, scored)
+                if within is not None:
+                    within(connection)
             views = self._results(connection, result.submission_id)
         view = next(
             v for v in views if v.job_id == result.job_id and v.validator_hotkey == result.validator_hotkey

@@ -4,11 +4,12 @@ hands the ledger. One definition per shape, shared by both sides."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shoparena.arena.admission import Violation
+from shoparena.records.trajectory import TrajectoryRecord
 
 Role = Literal["miner", "validator"]
 ROLES: tuple[str, ...] = ("miner", "validator")
@@ -177,3 +178,133 @@ class SubmissionView(BaseModel):
     events: list[SubmissionEvent]
     results: list[ResultView] = Field(default_factory=list)
     """One per validator evaluation, oldest first; empty until scored."""
+
+
+# -- the job layer: validators claim jobs, keep their lease alive, post results --------------------------
+
+LEASE_ID_PATTERN = r"^[0-9a-f]{32}$"
+LeaseEndKind = Literal["completed", "released", "lapsed"]
+
+
+class EvaluationSettings(BaseModel):
+    """How a job's problems are run and scored: the arena fixes it, so every validator runs the same.
+
+    Scoring is always production-strict (SPEC §4); the title similarity decides partial title hits,
+    so it is the arena's choice too (`lexical` needs no model download)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["strict"] = "strict"
+    similarity: Literal["minilm", "lexical"] = "minilm"
+    profile: Literal["upstream4", "oro7", "full"] = "oro7"
+    step_cap: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=300.0, gt=0, le=3600, allow_inf_nan=False)
+    """Wall clock per problem; past it the episode fails as a timeout."""
+    suite: str | None = Field(default=None, max_length=128)
+    """The suite's name in results and records [default: the problems' own, else the bank's file name]."""
+    suite_version: str | None = Field(default=None, max_length=128)
+    """[default: the problems' own, else the first 16 hex digits of the bank's sha256]."""
+
+
+class JobPolicy(BaseModel):
+    """How jobs are handed out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lease_s: int = Field(default=300, ge=2, le=86400)
+    """A claim lives this long unless a heartbeat renews it; validators heartbeat every third of it."""
+    validators_per_submission: int = Field(default=1, ge=1, le=64)
+    """How many validators evaluate each submission (each posts its own result)."""
+    max_lapses: int = Field(default=3, ge=1)
+    """After this many lapsed leases on a job without a result the submission is `failed`: code that
+    kills or hangs every validator that runs it must not hold the queue forever."""
+    max_result_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    """Body cap of a result post (every problem's full trajectory record)."""
+
+    @property
+    def heartbeat_s(self) -> float:
+        return self.lease_s / 3
+
+
+class JobRef(BaseModel):
+    """What a job's records must name: the provenance every canonical record carries."""
+
+    job_id: str
+    submission_id: str
+    miner_hotkey: str
+    code_sha256: str
+    suite: str | None
+    suite_version: str | None
+    scoring_pipeline_version: str
+
+
+class ArenaInfo(BaseModel):
+    """`GET /v1/validator/arena`: what a validator needs to have before it claims anything."""
+
+    catalog_fingerprint: str
+    catalog_dir: str
+    """The catalogue's path on the arena's machine (the default --catalog of a validator beside it)."""
+    problems_sha256: str
+    problems_count: int
+    suite: str | None
+    suite_version: str | None
+    scoring_pipeline_version: str
+    evaluation: EvaluationSettings
+    lease_s: int
+    heartbeat_s: float
+
+
+class JobOffer(JobRef):
+    """`POST /v1/validator/claim`: a job and this validator's lease on it.
+
+    `problems` carry their rewards: they go to validators only, which score with them; the miner's
+    process sees the reward-stripped view the file agent gives it."""
+
+    lease_id: str
+    lease_expires_at: datetime
+    lease_s: int
+    heartbeat_s: float
+    name: str
+    code_size: int
+    catalog_fingerprint: str
+    catalog_dir: str
+    problems_sha256: str
+    evaluation: EvaluationSettings
+    problems: list[dict[str, Any]]
+
+
+class LeaseRequest(BaseModel):
+    """The body of a heartbeat or a code fetch: everything is in the signed body, nothing in the path."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    lease_id: str = Field(pattern=LEASE_ID_PATTERN)
+
+
+class ReleaseRequest(LeaseRequest):
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class LeaseView(BaseModel):
+    lease_id: str
+    job_id: str
+    expires_at: datetime
+    ended: LeaseEndKind | None = None
+
+
+class ResultPost(BaseModel):
+    """`POST /v1/validator/result`: one outcome and one full trajectory record per problem of the job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lease_id: str = Field(pattern=LEASE_ID_PATTERN)
+    job_id: str = Field(min_length=1, max_length=64)
+    outcomes: list[ProblemResultIn] = Field(min_length=1)
+    records: list[TrajectoryRecord] = Field(min_length=1)
+
+
+class ResultAccepted(BaseModel):
+    created: bool
+    """False when this (job, validator) had posted the same result before: nothing new was stored."""
+    result: ResultView
+    record_ids: list[str]

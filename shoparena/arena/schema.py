@@ -6,6 +6,9 @@ table, so a validator's result and its trajectory records can be written in one 
 Append-only (database triggers refuse UPDATE and DELETE): `submissions`, `submission_events`,
 `submission_results`, `problem_results`, `audit`. A submission's status is never a column that
 changes: it is its newest event row, so the history of every submission stays readable.
+The job layer's tables are append-only too: `jobs` (what a job evaluates), `job_leases` (a validator's
+claim on a job) and `lease_events` (heartbeats, and how each lease ended), so a lease's expiry is the
+newest heartbeat, never an updated column.
 `neurons` (the local metagraph) is the one mutable table: it mirrors who is registered now — a fact
 about the outside world (the chain, or the operator), not an evaluation — and a chain sync replaces it.
 """
@@ -36,7 +39,19 @@ SUBMISSION_EVENTS = "submission_events"
 SUBMISSION_RESULTS = "submission_results"
 PROBLEM_RESULTS = "problem_results"
 AUDIT = "audit"
-APPEND_ONLY_TABLES = (SUBMISSIONS, SUBMISSION_EVENTS, SUBMISSION_RESULTS, PROBLEM_RESULTS, AUDIT)
+JOBS = "jobs"
+JOB_LEASES = "job_leases"
+LEASE_EVENTS = "lease_events"
+APPEND_ONLY_TABLES = (
+    SUBMISSIONS,
+    SUBMISSION_EVENTS,
+    SUBMISSION_RESULTS,
+    PROBLEM_RESULTS,
+    AUDIT,
+    JOBS,
+    JOB_LEASES,
+    LEASE_EVENTS,
+)
 VERSION_TABLE = "arena_alembic_version"
 """Alembic's bookkeeping for these tables, apart from the trajectory store's `alembic_version`."""
 
@@ -201,3 +216,69 @@ class AuditEntry(Base):
         Index("ix_audit_created", "created_at"),
         Index("ix_audit_hotkey", "hotkey"),
     )
+
+
+class Job(Base):
+    """One job: a submission evaluated on the arena's problem bank under fixed settings (append-only,
+    written at its first claim). Its id is a hash of what it evaluates, so every validator's claim on
+    the same evaluation names the same job."""
+
+    __tablename__ = JOBS
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    submission_id: Mapped[str] = mapped_column(
+        String(SUBMISSION_ID_LENGTH),
+        ForeignKey(f"{SUBMISSIONS}.submission_id", name="fk_jobs_submission"),
+        nullable=False,
+    )
+    problems_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    catalog_fingerprint: Mapped[str] = mapped_column(String(512), nullable=False)
+    suite: Mapped[str | None] = mapped_column(String(128))
+    suite_version: Mapped[str | None] = mapped_column(String(128))
+    scoring_pipeline_version: Mapped[str] = mapped_column(String(64), nullable=False)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    """How every problem is run and scored (`EvaluationSettings`)."""
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+    __table_args__ = (Index("ix_jobs_submission", "submission_id"),)
+
+
+class JobLease(Base):
+    """A validator's claim on a job (append-only). It lives until `expires_at` or its newest heartbeat's
+    expiry, unless a `lease_events` row ended it (completed, released, lapsed)."""
+
+    __tablename__ = JOB_LEASES
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    lease_id: Mapped[str] = mapped_column(String(SUBMISSION_ID_LENGTH), unique=True, nullable=False)
+    job_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey(f"{JOBS}.job_id", name="fk_job_leases_job"), nullable=False
+    )
+    submission_id: Mapped[str] = mapped_column(String(SUBMISSION_ID_LENGTH), nullable=False)
+    validator_hotkey: Mapped[str] = mapped_column(String(HOTKEY_LENGTH), nullable=False)
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+    __table_args__ = (Index("ix_job_leases_job", "job_id"),)
+
+
+class LeaseEvent(Base):
+    """A heartbeat (with the expiry it extends the lease to) or the end of a lease (append-only)."""
+
+    __tablename__ = LEASE_EVENTS
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    lease_id: Mapped[str] = mapped_column(
+        String(SUBMISSION_ID_LENGTH),
+        ForeignKey(f"{JOB_LEASES}.lease_id", name="fk_lease_events_lease"),
+        nullable=False,
+    )
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    """`heartbeat`, or how the lease ended: `completed` (its result was stored), `released` (the
+    validator gave the job back), `lapsed` (no heartbeat in time)."""
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    detail: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+    __table_args__ = (Index("ix_lease_events_lease", "lease_id", "kind"),)

@@ -10,6 +10,13 @@ store, admission, code storage — runs in the thread pool, off the event loop.
     GET  /v1/miner/submissions/{id}       status, events, violations, results (the caller's own only)
     GET  /v1/whoami                       the caller's registration (any role)
     GET  /v1/health                       unsigned liveness
+
+    GET  /v1/validator/arena              catalogue fingerprint, bank, settings (validators)
+    POST /v1/validator/claim              {} → 200 a job under a new lease | 204 no work
+    POST /v1/validator/heartbeat          {"lease_id"} → the lease's new expiry | 409 lapsed or ended
+    POST /v1/validator/code               {"lease_id"} → the submission's code (X-Code-Sha256)
+    POST /v1/validator/release            {"lease_id", "reason"} → the job goes back to the queue
+    POST /v1/validator/result             {"lease_id", "job_id", "outcomes", "records"} → 201 | 200 again
 """
 
 from __future__ import annotations
@@ -35,13 +42,24 @@ from shoparena.arena.admission import Violation, check_submission
 from shoparena.arena.arena import Arena
 from shoparena.arena.audit import AuditRecord
 from shoparena.arena.auth import Authenticator, AuthRefused, Identity
-from shoparena.arena.errors import ArenaError
+from shoparena.arena.errors import ArenaError, JobRefused
+from shoparena.arena.jobs import JobBoard
 from shoparena.arena.ledger import CooldownActive
-from shoparena.arena.models import Refusal, SubmitAccepted, SubmitRejected, SubmitRequest, WhoAmI
+from shoparena.arena.models import (
+    LeaseRequest,
+    Refusal,
+    ReleaseRequest,
+    SubmitAccepted,
+    SubmitRejected,
+    SubmitRequest,
+    WhoAmI,
+)
 from shoparena.arena.signing import HOTKEY_HEADER, NONCE_HEADER
 
 log = logging.getLogger("shoparena.arena")
 MINER = frozenset({"miner"})
+VALIDATOR = frozenset({"validator"})
+CODE_SHA256_HEADER = "X-Code-Sha256"
 ANY_ROLE = frozenset({"miner", "validator"})
 MAX_HEAD_BYTES = 16 * 1024
 """Request line + headers: a signed request needs well under 1 KiB."""
@@ -104,6 +122,8 @@ def refused(exc: BaseException, where: str) -> Outcome:
     if isinstance(exc, Refuse):
         response = _refusal(exc.status, exc.error, exc.message, retry_after_s=exc.retry_after_s)
         return Outcome(response, exc.error, detail=exc.message)
+    if isinstance(exc, JobRefused):
+        return Outcome(_refusal(exc.status, exc.error, exc.message), exc.error, detail=exc.message)
     if isinstance(exc, ArenaError):  # the nonce store or code storage is down: refuse, never let through
         log.error("arena unavailable: %s", exc)
         response = _refusal(503, "unavailable", f"the arena cannot serve this now: {exc}")
@@ -310,6 +330,73 @@ def create_app(
             return Outcome(json_response(view))
 
         return endpoint
+
+    board = JobBoard(arena, clock)
+
+    def parse_body(body: bytes, model: type[BaseModel]):
+        try:
+            return model.model_validate_json(body or b"{}")
+        except ValidationError as exc:
+            raise Refuse(400, "bad_body", _validation_message(exc)) from None
+
+    def arena_info(_identity: Identity, _body: bytes) -> Outcome:
+        return Outcome(json_response(board.info()))
+
+    def claim(identity: Identity, body: bytes) -> Outcome:
+        if body.strip() not in (b"", b"{}"):
+            raise Refuse(400, "bad_body", "a claim's body is empty or {}")
+        offer = board.claim(identity.hotkey)
+        if offer is None:
+            return Outcome(Response(status_code=204), "no_work")
+        return Outcome(
+            json_response(offer),
+            submission_id=offer.submission_id,
+            detail=f"job {offer.job_id} lease {offer.lease_id}",
+        )
+
+    def heartbeat(identity: Identity, body: bytes) -> Outcome:
+        request = parse_body(body, LeaseRequest)
+        return Outcome(json_response(board.heartbeat(identity.hotkey, request.lease_id)))
+
+    def release(identity: Identity, body: bytes) -> Outcome:
+        request = parse_body(body, ReleaseRequest)
+        view = board.release(identity.hotkey, request.lease_id, request.reason)
+        return Outcome(json_response(view), detail=f"lease {request.lease_id}: {request.reason}")
+
+    def code(identity: Identity, body: bytes) -> Outcome:
+        request = parse_body(body, LeaseRequest)
+        data, sha256 = board.code(identity.hotkey, request.lease_id)
+        headers = {CODE_SHA256_HEADER: sha256}
+        return Outcome(Response(data, media_type="text/x-python; charset=utf-8", headers=headers))
+
+    def result(identity: Identity, body: bytes) -> Outcome:
+        accepted, created = board.post(identity.hotkey, body)
+        detail = f"job {accepted.result.job_id}: {'stored' if created else 'posted again, nothing new'}"
+        return Outcome(json_response(accepted, 201 if created else 200), detail=detail)
+
+    @app.get("/v1/validator/arena")
+    async def arena_route(request: Request) -> Response:
+        return await gate.handle(request, VALIDATOR, SMALL_BODY, arena_info)
+
+    @app.post("/v1/validator/claim")
+    async def claim_route(request: Request) -> Response:
+        return await gate.handle(request, VALIDATOR, SMALL_BODY, claim, audit_success=True)
+
+    @app.post("/v1/validator/heartbeat")
+    async def heartbeat_route(request: Request) -> Response:
+        return await gate.handle(request, VALIDATOR, SMALL_BODY, heartbeat)
+
+    @app.post("/v1/validator/code")
+    async def code_route(request: Request) -> Response:
+        return await gate.handle(request, VALIDATOR, SMALL_BODY, code)
+
+    @app.post("/v1/validator/release")
+    async def release_route(request: Request) -> Response:
+        return await gate.handle(request, VALIDATOR, SMALL_BODY, release, audit_success=True)
+
+    @app.post("/v1/validator/result")
+    async def result_route(request: Request) -> Response:
+        return await gate.handle(request, VALIDATOR, config.jobs.max_result_bytes, result, audit_success=True)
 
     @app.get("/v1/health")
     async def health() -> dict:

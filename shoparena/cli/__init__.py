@@ -19,6 +19,7 @@ from shoparena.cli import (
     problems_cmd,
     score_cmd,
     store_cmd,
+    validator_cmd,
 )
 
 app = typer.Typer(
@@ -44,6 +45,7 @@ eval_cmd.register(app)
 keys_cmd.register(app)
 arena_cmd.register(app)
 miner_cmd.register(app)
+validator_cmd.register(app)
 
 
 def main() -> None:

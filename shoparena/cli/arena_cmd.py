@@ -83,11 +83,51 @@ def init_cmd(
     format_cooldown_s: Annotated[
         int, typer.Option("--format-cooldown-s", min=0, help="Cooldown after a format-only rejection (s).")
     ] = 300,
+    lease_s: Annotated[
+        int,
+        typer.Option(
+            "--lease-s",
+            min=2,
+            help="A validator's claim on a job lives this long unless heartbeats renew it (s).",
+        ),
+    ] = 300,
+    validators_per_submission: Annotated[
+        int,
+        typer.Option(
+            "--validators-per-submission", min=1, help="How many validators evaluate each submission."
+        ),
+    ] = 1,
+    max_lapses: Annotated[
+        int,
+        typer.Option("--max-lapses", min=1, help="Lapsed leases without a result before a submission fails."),
+    ] = 3,
+    similarity: Annotated[
+        str, typer.Option("--similarity", help="Title similarity validators score with: minilm or lexical.")
+    ] = "minilm",
+    problem_timeout_s: Annotated[
+        float, typer.Option("--problem-timeout-s", min=1, help="Wall clock per problem of a job (s).")
+    ] = 300.0,
 ) -> None:
     """Make an arena directory: config, state database (+ trajectory store), code storage."""
+    from pydantic import ValidationError
+
     from shoparena.arena import ArenaError, CooldownPolicy, init_arena
+    from shoparena.arena.models import EvaluationSettings, JobPolicy
 
     cooldown = CooldownPolicy(full_s=cooldown_s, security_s=security_cooldown_s, format_s=format_cooldown_s)
+    try:
+        jobs = JobPolicy(
+            lease_s=lease_s, validators_per_submission=validators_per_submission, max_lapses=max_lapses
+        )
+        evaluation = EvaluationSettings(similarity=similarity, timeout_s=problem_timeout_s)
+    except ValidationError as exc:
+        flags = {"timeout_s": "--problem-timeout-s"}
+        raise fail(
+            "; ".join(
+                f"{flags.get(str(e['loc'][0]), '--' + str(e['loc'][0]).replace('_', '-'))}: {e['msg']}"
+                for e in exc.errors()
+            )
+        ) from None
     try:
         arena = init_arena(
             arena_dir,
@@ -98,6 +138,8 @@ def init_cmd(
             nonce_store=nonce_store,
             skew_s=skew_s,
             cooldown=cooldown,
+            jobs=jobs,
+            evaluation=evaluation,
         )
     except ArenaError as exc:
         raise fail(str(exc)) from None

@@ -127,6 +127,13 @@ class _Outcome:
 
 
 def _store_batch(engine: Engine, batch: list[PreparedRecord]) -> _Outcome:
+    with write_transaction(engine) as connection:
+        return store_prepared(connection, batch)
+
+
+def store_prepared(connection: Connection, batch: list[PreparedRecord]) -> _Outcome:
+    """Insert a batch inside the caller's open write transaction: duplicates (same id, same content)
+    are counted, a changed record under a stored id is a conflict reject, never an overwrite."""
     outcome = _Outcome()
     unique: dict[str, PreparedRecord] = {}
     for item in batch:
@@ -137,33 +144,32 @@ def _store_batch(engine: Engine, batch: list[PreparedRecord]) -> _Outcome:
             outcome.duplicates += 1
         else:
             outcome.rejects.append(_conflict(item, earlier.content_sha256))
-    with write_transaction(engine) as connection:
-        stored = _stored_hashes(connection, list(unique))
-        fresh = []
-        for record_id, item in unique.items():
-            known = stored.get(record_id)
-            if known is None:
-                fresh.append(item)
-            elif known == item.content_sha256:
-                outcome.duplicates += 1
-            else:
-                outcome.rejects.append(_conflict(item, known))
-        if not fresh:
-            return outcome
-        statement = _insert_statement(engine.dialect.name)
-        inserted = set(connection.execute(statement, [item.row for item in fresh]).scalars())
-        outcome.inserted += len(inserted)
-        raced = [item for item in fresh if item.record_id not in inserted]
-        if not raced:
-            return outcome
-        # A concurrent ingester stored these ids between our lookup and our insert: the same content
-        # is a duplicate, a different one a conflict (ON CONFLICT kept theirs, never ours).
-        winners = _stored_hashes(connection, [item.record_id for item in raced])
-        for item in raced:
-            if winners.get(item.record_id) == item.content_sha256:
-                outcome.duplicates += 1
-            else:
-                outcome.rejects.append(_conflict(item, winners.get(item.record_id, "?" * 64)))
+    stored = _stored_hashes(connection, list(unique))
+    fresh = []
+    for record_id, item in unique.items():
+        known = stored.get(record_id)
+        if known is None:
+            fresh.append(item)
+        elif known == item.content_sha256:
+            outcome.duplicates += 1
+        else:
+            outcome.rejects.append(_conflict(item, known))
+    if not fresh:
+        return outcome
+    statement = _insert_statement(connection.dialect.name)
+    inserted = set(connection.execute(statement, [item.row for item in fresh]).scalars())
+    outcome.inserted += len(inserted)
+    raced = [item for item in fresh if item.record_id not in inserted]
+    if not raced:
+        return outcome
+    # A concurrent ingester stored these ids between our lookup and our insert: the same content
+    # is a duplicate, a different one a conflict (ON CONFLICT kept theirs, never ours).
+    winners = _stored_hashes(connection, [item.record_id for item in raced])
+    for item in raced:
+        if winners.get(item.record_id) == item.content_sha256:
+            outcome.duplicates += 1
+        else:
+            outcome.rejects.append(_conflict(item, winners.get(item.record_id, "?" * 64)))
     return outcome
 
 

@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-from sqlalchemy import Engine, and_, func, select
+from sqlalchemy import Connection, Engine, and_, func, select
 from sqlalchemy.exc import OperationalError
 
 from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store.engine import current_revision, make_engine, upgrade_to_head, write_transaction
-from shoparena.store.errors import StoreError, UnknownRecordError
+from shoparena.store.errors import RecordConflictError, StoreError, UnknownRecordError
 from shoparena.store.export import (
     ExportFormat,
     export,
@@ -27,11 +27,11 @@ from shoparena.store.export import (
     stored_text_column,
     verified_record_bytes,
 )
-from shoparena.store.ingest import DEFAULT_BATCH, IngestReport, ingest_records
+from shoparena.store.ingest import DEFAULT_BATCH, IngestReport, ingest_records, store_prepared
 from shoparena.store.query import EVALUATIONS, INVALIDATIONS, RecordFilter, count, invalidated_clause
 from shoparena.store.reading import read_records
-from shoparena.store.records import MAX_LENGTHS
-from shoparena.store.rejects import Reject
+from shoparena.store.records import MAX_LENGTHS, RecordRejected, prepare
+from shoparena.store.rejects import Reject, Where
 from shoparena.store.schema import UTCDateTime
 
 
@@ -122,6 +122,29 @@ class TrajectoryStore:
         if report.rejected:
             raise StoreError(f"record {record.record_id}: {report.rejects[0].reason}")
         return report.inserted == 1
+
+    def add_within(self, connection: Connection, records: Sequence[TrajectoryRecord]) -> int:
+        """Store records inside the caller's open write transaction, so they commit or roll back with
+        the caller's own rows (the arena stores a validator's result and its records together).
+        Returns how many were new (the rest were stored already, byte for byte); raises
+        `RecordConflictError` for a changed record under a stored id and `StoreError` for a record the
+        store cannot take — the caller's transaction should then roll back."""
+        now = datetime.now(UTC)
+        prepared = []
+        for record in records:
+            try:
+                prepared.append(prepare(record, Where(f"record:{record.record_id}"), now, self.dialect))
+            except RecordRejected as exc:
+                raise StoreError(f"record {record.record_id}: {exc}") from None
+        outcome = store_prepared(connection, prepared)
+        for reject in outcome.rejects:
+            raise RecordConflictError(
+                reject.record_id or "?",
+                reject.stored_sha256 or "?",
+                reject.content_sha256 or "?",
+                reject.source,
+            )
+        return outcome.inserted
 
     def invalidate(self, record_id: str, reason: str, by: str | None = None) -> InvalidationInfo:
         """Withdraw an evaluation by appending an invalidation row; the evaluation itself never changes."""

@@ -23,6 +23,7 @@ from shoparena.arena.server import create_app, running
 from shoparena.arena.signing import signed_headers
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
+from tests.arena.job_helpers import BENIGN_AGENT, EVALUATION, LEASE_S, NO_COOLDOWN
 from tests.store.conftest import pg_database, pg_store_url  # noqa: F401  (fixtures shared with the store tests)
 
 REDIS_URL = os.environ.get("SHOPARENA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -191,3 +192,61 @@ def parallel(n: int, action) -> list:
     for thread in threads:
         thread.join(60)
     return results
+
+
+# -- the job layer: a small bank, an arena scoring it lexically with short leases, one real run ------
+
+
+@pytest.fixture(scope="session")
+def job_bank(small_catalog, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("job-bank") / "bank.jsonl"
+    problems = ProblemGenerator(small_catalog, seed=7).generate(3, buckets=("product", "shop", "voucher"))
+    write_problems(path, problems)
+    return path
+
+
+@pytest.fixture
+def validator2() -> Key:
+    return Key()
+
+
+@pytest.fixture
+def job_arena(tmp_path, small_catalog_dir, job_bank, miner, validator, validator2):
+    """A SQLite arena over the session catalogue and the 3-problem bank; one miner, two validators."""
+    opened = make_arena(
+        tmp_path / "arena",
+        small_catalog_dir,
+        job_bank,
+        {"miner": [miner], "validator": [validator, validator2]},
+        evaluation=EVALUATION,
+        jobs={"lease_s": LEASE_S, "max_lapses": 2},
+        cooldown=NO_COOLDOWN,
+    )
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="session")
+def raw_records(small_catalog_dir, job_bank, tmp_path_factory):
+    """The benign miner's records on the bank as the eval runner wrote them (not yet any job's): tests
+    re-cast them for their job with `canonical_record`, so they post real trajectories without running
+    the miner again."""
+    from shoparena.agents.config import EvalConfig
+    from shoparena.agents.run_dir import TRAJECTORIES_FILE, read_trajectories
+    from shoparena.agents.runner import run_eval
+    from shoparena.judge import OfflineJudge
+
+    out = tmp_path_factory.mktemp("benign-run") / "run"
+    config = EvalConfig(
+        catalog=small_catalog_dir,
+        problems=job_bank,
+        agent=f"file:{BENIGN_AGENT}",
+        out=out,
+        mode="strict",
+        similarity="lexical",
+        timeout=60,
+        bootstrap=0,
+        sandbox="none",
+    )
+    run_eval(config, judge=OfflineJudge())
+    return read_trajectories(out / TRAJECTORIES_FILE).records

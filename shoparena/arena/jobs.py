@@ -1,0 +1,558 @@
+"""The job layer, on the arena's side: validators claim jobs under leases, keep the leases alive with
+heartbeats, and post results, which land in the ledger and the trajectory store together (SPEC §6).
+
+A job is one submission evaluated on the arena's problem bank, on its catalogue, under its evaluation
+settings and scoring pipeline; its id is a hash of exactly that, so every validator evaluating the same
+thing names the same job, and results are idempotent per (job, validator). A claim is a lease with a
+TTL (`jobs.lease_s`) that heartbeats extend. A lease nobody renews lapses: the next claim sweeps first,
+records the lapse and puts the submission back in the queue, so a validator killed mid-job loses
+nothing but its time. After `jobs.max_lapses` lapses without a result the submission is `failed`
+(code that kills or hangs every validator must not hold the queue forever).
+
+Every write of this layer runs under one lock — SQLite's write lock (and `db.writing`'s process lock),
+a transaction-scoped advisory lock on PostgreSQL — so two validators never both get the last place on
+a job, and a lapse and a result for the same lease never both happen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+from sqlalchemy import Connection, func, insert, select
+
+from shoparena.arena.arena import Arena
+from shoparena.arena.canonical import outcome_problems, problem_outcome, record_problems
+from shoparena.arena.db import writing
+from shoparena.arena.errors import JobRefused, ResultConflictError
+from shoparena.arena.models import (
+    ArenaInfo,
+    JobOffer,
+    JobRef,
+    LeaseView,
+    ResultAccepted,
+    ResultIn,
+    ResultPost,
+    SubmissionEvent,
+)
+from shoparena.arena.schema import Job, JobLease, LeaseEvent, Submission, SubmissionResult
+from shoparena.arena.schema import SubmissionEvent as EventRow
+from shoparena.problems.io import parse_problems
+from shoparena.problems.models import Problem
+from shoparena.records.trajectory import SCORING_PIPELINE_VERSION
+from shoparena.store.errors import StoreError
+
+JOBS = Job.__table__
+LEASES = JobLease.__table__
+LEASE_EVENTS = LeaseEvent.__table__
+SUBMISSIONS = Submission.__table__
+EVENTS = EventRow.__table__
+RESULTS = SubmissionResult.__table__
+LEASE_ENDS = ("completed", "released", "lapsed")
+CANDIDATES_PER_CLAIM = 500
+"""Submissions a claim looks at, oldest first (with one validator per submission the first fits)."""
+SHOWN_PROBLEMS = 5
+
+
+@dataclass(frozen=True)
+class Lease:
+    lease_id: str
+    job_id: str
+    submission_id: str
+    validator_hotkey: str
+    expires_at: datetime
+    """The claim's expiry or its newest heartbeat's, whichever is later."""
+    ended: str | None
+    """completed, released or lapsed; None while the lease is open."""
+
+    def live(self, now: datetime) -> bool:
+        return self.ended is None and self.expires_at > now
+
+    def view(self) -> LeaseView:
+        return LeaseView(
+            lease_id=self.lease_id, job_id=self.job_id, expires_at=self.expires_at, ended=self.ended
+        )
+
+
+@dataclass(frozen=True)
+class Bank:
+    """The arena's problem bank as read from its file, checked against the hash `arena init` kept."""
+
+    problems: list[Problem]
+    sha256: str
+    suite: str | None
+    suite_version: str | None
+    stamp: tuple[int, int]
+
+
+def _common(values: Iterable[str | None]) -> str | None:
+    found = set(values)
+    return found.pop() if len(found) == 1 else None
+
+
+def _at(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")
+
+
+class JobBoard:
+    """Claims, heartbeats, releases, code and results for one opened arena (thread-safe)."""
+
+    def __init__(self, arena: Arena, clock: Callable[[], float] = time.time):
+        self.arena = arena
+        self.engine = arena.store.engine
+        self.config = arena.config
+        self.policy = arena.config.jobs
+        self.settings = arena.config.evaluation
+        self.ledger = arena.ledger
+        self.clock = clock
+        self._cache_lock = threading.Lock()
+        self._bank: Bank | None = None
+        self._fingerprint: str | None = None
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), UTC)
+
+    # -- what every job shares ----------------------------------------------------------------------
+
+    def bank(self) -> Bank:
+        """The problem bank, re-read when its file changes, refused when it is no longer the one the
+        arena was made with (validators would score against other rewards)."""
+        path = Path(self.config.problems)
+        try:
+            stat = path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            with self._cache_lock:
+                if self._bank is not None and self._bank.stamp == stamp:
+                    return self._bank
+            data = path.read_bytes()
+        except OSError as exc:
+            raise JobRefused(
+                503,
+                "bank_unavailable",
+                f"the arena cannot read its problem bank {path}: {exc.strerror or exc}",
+            ) from None
+        sha256 = hashlib.sha256(data).hexdigest()
+        if sha256 != self.config.problems_sha256:
+            raise JobRefused(
+                503,
+                "bank_changed",
+                f"the problem bank {path} changed since `arena init` (sha256 {sha256[:12]}…, the arena's "
+                f"{self.config.problems_sha256[:12]}…); the operator must restore it or make a new arena",
+            )
+        problems = parse_problems(data, str(path), strict=True).problems
+        bank = Bank(
+            problems=problems,
+            sha256=sha256,
+            suite=self.settings.suite or _common(p.suite for p in problems) or path.stem,
+            suite_version=self.settings.suite_version
+            or _common(p.suite_version for p in problems)
+            or sha256[:16],
+            stamp=stamp,
+        )
+        with self._cache_lock:
+            self._bank = bank
+        return bank
+
+    def fingerprint(self) -> str:
+        """The arena's catalogue as `catalog_fingerprint` names it: validators must hold the same one."""
+        with self._cache_lock:
+            if self._fingerprint is not None:
+                return self._fingerprint
+        from shoparena.agents.base import RunnerError
+        from shoparena.agents.runner import catalog_fingerprint
+
+        try:
+            fingerprint = catalog_fingerprint(Path(self.config.catalog))
+        except RunnerError as exc:
+            raise JobRefused(503, "catalog_unavailable", f"the arena's catalogue: {exc}") from None
+        with self._cache_lock:
+            self._fingerprint = fingerprint
+        return fingerprint
+
+    def info(self) -> ArenaInfo:
+        bank = self.bank()
+        return ArenaInfo(
+            catalog_fingerprint=self.fingerprint(),
+            catalog_dir=self.config.catalog,
+            problems_sha256=bank.sha256,
+            problems_count=len(bank.problems),
+            suite=bank.suite,
+            suite_version=bank.suite_version,
+            scoring_pipeline_version=SCORING_PIPELINE_VERSION,
+            evaluation=self.settings,
+            lease_s=self.policy.lease_s,
+            heartbeat_s=self.policy.heartbeat_s,
+        )
+
+    def job_id(self, submission_id: str, bank: Bank, fingerprint: str) -> str:
+        """A hash of what the job evaluates and how: the same evaluation is always the same job."""
+        what = {
+            "submission_id": submission_id,
+            "problems_sha256": bank.sha256,
+            "catalog": fingerprint,
+            "scoring_pipeline_version": SCORING_PIPELINE_VERSION,
+            "settings": self.settings.model_dump(mode="json"),
+            "suite": [bank.suite, bank.suite_version],
+        }
+        return hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+
+    # -- leases ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _lock(connection: Connection) -> None:
+        if connection.dialect.name == "postgresql":
+            connection.execute(select(func.pg_advisory_xact_lock(func.hashtextextended("arena:jobs", 0))))
+
+    @staticmethod
+    def _leases(connection: Connection, condition) -> list[Lease]:
+        rows = connection.execute(select(LEASES).where(condition).order_by(LEASES.c.id)).all()
+        if not rows:
+            return []
+        ids = [row.lease_id for row in rows]
+        beats = dict(
+            connection.execute(
+                select(LEASE_EVENTS.c.lease_id, func.max(LEASE_EVENTS.c.expires_at))
+                .where(LEASE_EVENTS.c.lease_id.in_(ids), LEASE_EVENTS.c.kind == "heartbeat")
+                .group_by(LEASE_EVENTS.c.lease_id)
+            ).all()
+        )
+        ends = dict(
+            connection.execute(
+                select(LEASE_EVENTS.c.lease_id, LEASE_EVENTS.c.kind).where(
+                    LEASE_EVENTS.c.lease_id.in_(ids), LEASE_EVENTS.c.kind.in_(LEASE_ENDS)
+                )
+            ).all()
+        )
+        leases = []
+        for row in rows:
+            beat = beats.get(row.lease_id)
+            expires = max(row.expires_at, beat) if beat is not None else row.expires_at
+            leases.append(
+                Lease(
+                    lease_id=row.lease_id,
+                    job_id=row.job_id,
+                    submission_id=row.submission_id,
+                    validator_hotkey=row.validator_hotkey,
+                    expires_at=expires,
+                    ended=ends.get(row.lease_id),
+                )
+            )
+        return leases
+
+    def _own_lease(self, connection: Connection, lease_id: str, hotkey: str) -> Lease:
+        found = self._leases(connection, LEASES.c.lease_id == lease_id)
+        if not found:
+            raise JobRefused(404, "no_such_lease", f"no lease {lease_id} in this arena")
+        lease = found[0]
+        if lease.validator_hotkey != hotkey:
+            raise JobRefused(403, "not_your_lease", f"lease {lease_id} belongs to another validator")
+        return lease
+
+    def _event(self, connection: Connection, lease: Lease, kind: str, now: datetime, **values) -> None:
+        connection.execute(
+            insert(LEASE_EVENTS).values(lease_id=lease.lease_id, kind=kind, created_at=now, **values)
+        )
+
+    def _end(self, connection: Connection, lease: Lease, kind: str, now: datetime, detail: str) -> None:
+        """End a lease; a lapsed or released one gives its job back when nobody else holds it."""
+        self._event(connection, lease, kind, now, detail=detail)
+        if kind == "completed" or self.ledger.status_within(connection, lease.submission_id) != "running":
+            return
+        others = self._leases(connection, LEASES.c.job_id == lease.job_id)
+        if any(other.live(now) for other in others if other.lease_id != lease.lease_id):
+            return
+        lapses = connection.execute(
+            select(func.count())
+            .select_from(LEASE_EVENTS.join(LEASES, LEASES.c.lease_id == LEASE_EVENTS.c.lease_id))
+            .where(LEASES.c.job_id == lease.job_id, LEASE_EVENTS.c.kind == "lapsed")
+        ).scalar_one()
+        why = f"lease {lease.lease_id} of validator {lease.validator_hotkey} {kind}: {detail}"
+        if kind == "lapsed" and lapses >= self.policy.max_lapses:
+            status, why = "failed", f"{why}; {lapses} lapsed leases without a result — no more attempts"
+        else:
+            status = "queued"
+        event = SubmissionEvent(status=status, actor="arena", job_id=lease.job_id, detail=why, at=now)
+        self.ledger.event_within(connection, lease.submission_id, event)
+
+    def _sweep(self, connection: Connection, now: datetime) -> None:
+        """Record every lease that ran out without a heartbeat (and requeue its job)."""
+        ended = select(LEASE_EVENTS.c.lease_id).where(LEASE_EVENTS.c.kind.in_(LEASE_ENDS))
+        for lease in self._leases(connection, LEASES.c.lease_id.not_in(ended)):
+            if lease.expires_at <= now:
+                self._end(
+                    connection,
+                    lease,
+                    "lapsed",
+                    now,
+                    f"no heartbeat since it ran out at {_at(lease.expires_at)}",
+                )
+
+    # -- claiming ----------------------------------------------------------------------------------
+
+    def _candidates(self, connection: Connection):
+        """Admitted submissions that may still need an evaluation, oldest first."""
+        wanted = self.policy.validators_per_submission
+        statuses = ("queued",) if wanted == 1 else ("queued", "running", "scored")
+        latest = (
+            select(EVENTS.c.submission_id, func.max(EVENTS.c.id).label("event_id"))
+            .group_by(EVENTS.c.submission_id)
+            .subquery()
+        )
+        results = (
+            select(RESULTS.c.submission_id, func.count().label("n"))
+            .group_by(RESULTS.c.submission_id)
+            .subquery()
+        )
+        query = (
+            select(
+                SUBMISSIONS.c.submission_id,
+                SUBMISSIONS.c.miner_hotkey,
+                SUBMISSIONS.c.name,
+                SUBMISSIONS.c.code_sha256,
+                SUBMISSIONS.c.code_size,
+            )
+            .join(latest, latest.c.submission_id == SUBMISSIONS.c.submission_id)
+            .join(EVENTS, EVENTS.c.id == latest.c.event_id)
+            .outerjoin(results, results.c.submission_id == SUBMISSIONS.c.submission_id)
+            .where(
+                SUBMISSIONS.c.admitted.is_(True),
+                EVENTS.c.status.in_(statuses),
+                func.coalesce(results.c.n, 0) < wanted,
+            )
+            .order_by(SUBMISSIONS.c.id)
+            .limit(CANDIDATES_PER_CLAIM)
+        )
+        return connection.execute(query).all()
+
+    def _has_room(self, connection: Connection, job_id: str, hotkey: str, now: datetime) -> bool:
+        """Fewer results and live leases than the arena wants, and none of them this validator's."""
+        posted = set(
+            connection.execute(select(RESULTS.c.validator_hotkey).where(RESULTS.c.job_id == job_id)).scalars()
+        )
+        holders = {
+            lease.validator_hotkey
+            for lease in self._leases(connection, LEASES.c.job_id == job_id)
+            if lease.live(now)
+        }
+        return (
+            hotkey not in posted | holders
+            and len(posted) + len(holders) < self.policy.validators_per_submission
+        )
+
+    def claim(self, hotkey: str) -> JobOffer | None:
+        """The oldest job this validator may take, under a new lease; None when there is no work."""
+        bank, fingerprint = self.bank(), self.fingerprint()
+        now = self.now()
+        expires = now + timedelta(seconds=self.policy.lease_s)
+        lease_id = uuid.uuid4().hex
+        with writing(self.engine) as connection:
+            self._lock(connection)
+            self._sweep(connection, now)
+            chosen = None
+            for candidate in self._candidates(connection):
+                job_id = self.job_id(candidate.submission_id, bank, fingerprint)
+                if self._has_room(connection, job_id, hotkey, now):
+                    chosen = candidate, job_id
+                    break
+            if chosen is None:
+                return None
+            submission, job_id = chosen
+            known = connection.execute(select(JOBS.c.id).where(JOBS.c.job_id == job_id)).first()
+            if known is None:
+                connection.execute(
+                    insert(JOBS).values(
+                        job_id=job_id,
+                        submission_id=submission.submission_id,
+                        problems_sha256=bank.sha256,
+                        catalog_fingerprint=fingerprint,
+                        suite=bank.suite,
+                        suite_version=bank.suite_version,
+                        scoring_pipeline_version=SCORING_PIPELINE_VERSION,
+                        settings=self.settings.model_dump(mode="json"),
+                        created_at=now,
+                    )
+                )
+            connection.execute(
+                insert(LEASES).values(
+                    lease_id=lease_id,
+                    job_id=job_id,
+                    submission_id=submission.submission_id,
+                    validator_hotkey=hotkey,
+                    claimed_at=now,
+                    expires_at=expires,
+                )
+            )
+            if self.ledger.status_within(connection, submission.submission_id) == "queued":
+                running = SubmissionEvent(
+                    status="running",
+                    actor=hotkey,
+                    job_id=job_id,
+                    detail=f"claimed under lease {lease_id} until {_at(expires)}",
+                    at=now,
+                )
+                self.ledger.event_within(connection, submission.submission_id, running)
+        return JobOffer(
+            job_id=job_id,
+            submission_id=submission.submission_id,
+            miner_hotkey=submission.miner_hotkey,
+            code_sha256=submission.code_sha256,
+            suite=bank.suite,
+            suite_version=bank.suite_version,
+            scoring_pipeline_version=SCORING_PIPELINE_VERSION,
+            lease_id=lease_id,
+            lease_expires_at=expires,
+            lease_s=self.policy.lease_s,
+            heartbeat_s=self.policy.heartbeat_s,
+            name=submission.name,
+            code_size=submission.code_size,
+            catalog_fingerprint=fingerprint,
+            catalog_dir=self.config.catalog,
+            problems_sha256=bank.sha256,
+            evaluation=self.settings,
+            problems=[problem.to_record() for problem in bank.problems],
+        )
+
+    def heartbeat(self, hotkey: str, lease_id: str) -> LeaseView:
+        """Extend a live lease by `lease_s` from now; a lease found run out lapses here and now."""
+        now = self.now()
+        with writing(self.engine) as connection:
+            self._lock(connection)
+            lease = self._own_lease(connection, lease_id, hotkey)
+            if lease.ended is None and lease.expires_at <= now:
+                self._end(
+                    connection,
+                    lease,
+                    "lapsed",
+                    now,
+                    f"its heartbeat came after it ran out at {_at(lease.expires_at)}",
+                )
+                lapsed = lease
+            else:
+                lapsed = None
+                if lease.ended is None:
+                    expires = now + timedelta(seconds=self.policy.lease_s)
+                    self._event(connection, lease, "heartbeat", now, expires_at=expires)
+        if lapsed is not None:
+            raise JobRefused(
+                409,
+                "lease_lapsed",
+                f"lease {lease_id} ran out at {_at(lapsed.expires_at)} without a heartbeat; its job went back to "
+                "the queue — stop working on it",
+            )
+        if lease.ended is not None:
+            raise JobRefused(409, "lease_ended", f"lease {lease_id} has ended ({lease.ended})")
+        return LeaseView(lease_id=lease_id, job_id=lease.job_id, expires_at=expires)
+
+    def release(self, hotkey: str, lease_id: str, reason: str) -> LeaseView:
+        """Give a job back (the validator cannot evaluate it); it is claimable again at once."""
+        now = self.now()
+        with writing(self.engine) as connection:
+            self._lock(connection)
+            lease = self._own_lease(connection, lease_id, hotkey)
+            if lease.ended is None:
+                self._end(connection, lease, "released", now, reason)
+        if lease.ended is not None:
+            raise JobRefused(409, "lease_ended", f"lease {lease_id} has ended ({lease.ended})")
+        return LeaseView(lease_id=lease_id, job_id=lease.job_id, expires_at=now, ended="released")
+
+    def code(self, hotkey: str, lease_id: str) -> tuple[bytes, str]:
+        """The submission's code for the holder of a live lease on its job (verified by the code store)."""
+        now = self.now()
+        with self.engine.connect() as connection:
+            lease = self._own_lease(connection, lease_id, hotkey)
+            sha256 = connection.execute(
+                select(SUBMISSIONS.c.code_sha256).where(SUBMISSIONS.c.submission_id == lease.submission_id)
+            ).scalar_one()
+        if not lease.live(now):
+            raise JobRefused(409, "lease_ended", f"lease {lease_id} is no longer live; claim a job again")
+        return self.arena.code.get(sha256), sha256
+
+    # -- results -----------------------------------------------------------------------------------
+
+    def post(self, hotkey: str, body: bytes) -> tuple[ResultAccepted, bool]:
+        """Check a posted result against its job and store it with its records in one transaction."""
+        try:
+            post = ResultPost.model_validate_json(body)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            shown = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in errors[:SHOWN_PROBLEMS]
+            )
+            more = f" (+{len(errors) - SHOWN_PROBLEMS} more)" if len(errors) > SHOWN_PROBLEMS else ""
+            raise JobRefused(400, "bad_body", f"not a result: {shown}{more}") from None
+        with self.engine.connect() as connection:
+            lease = self._own_lease(connection, post.lease_id, hotkey)
+            job = connection.execute(select(JOBS).where(JOBS.c.job_id == lease.job_id)).one()
+            submission = connection.execute(
+                select(SUBMISSIONS).where(SUBMISSIONS.c.submission_id == lease.submission_id)
+            ).one()
+        if post.job_id != lease.job_id:
+            raise JobRefused(
+                409, "wrong_job", f"lease {post.lease_id} is for job {lease.job_id}, not job {post.job_id}"
+            )
+        bank = self.bank()
+        if job.problems_sha256 != bank.sha256:
+            raise JobRefused(409, "bank_changed", f"job {job.job_id} was made on another problem bank")
+        ref = JobRef(
+            job_id=job.job_id,
+            submission_id=submission.submission_id,
+            miner_hotkey=submission.miner_hotkey,
+            code_sha256=submission.code_sha256,
+            suite=job.suite,
+            suite_version=job.suite_version,
+            scoring_pipeline_version=job.scoring_pipeline_version,
+        )
+        found = record_problems(post.records, ref, bank.problems, hotkey)
+        found += outcome_problems(post.outcomes, post.records) if not found else []
+        if found:
+            more = f" (+{len(found) - SHOWN_PROBLEMS} more)" if len(found) > SHOWN_PROBLEMS else ""
+            raise JobRefused(
+                422,
+                "bad_result",
+                f"not job {job.job_id}'s result: " + "; ".join(found[:SHOWN_PROBLEMS]) + more,
+            )
+        order = {problem.problem_id: position for position, problem in enumerate(bank.problems)}
+        records = sorted(post.records, key=lambda record: order[record.problem.problem_id])
+        result = ResultIn(
+            submission_id=submission.submission_id,
+            job_id=job.job_id,
+            validator_hotkey=hotkey,
+            suite=job.suite,
+            suite_version=job.suite_version,
+            scoring_pipeline_version=job.scoring_pipeline_version,
+            problems=[problem_outcome(record) for record in records],
+        )
+        now = self.now()
+
+        def store_with_result(connection: Connection) -> None:
+            self._lock(connection)
+            current = self._own_lease(connection, post.lease_id, hotkey)
+            if current.ended is not None:
+                raise JobRefused(409, "lease_ended", f"lease {post.lease_id} has ended ({current.ended})")
+            if current.expires_at <= now:
+                raise JobRefused(
+                    409,
+                    "lease_lapsed",
+                    f"lease {post.lease_id} ran out at {_at(current.expires_at)}; the job went back to the "
+                    "queue and this result is not kept",
+                )
+            try:
+                self.arena.store.add_within(connection, records)
+            except StoreError as exc:
+                raise JobRefused(422, "bad_result", f"the store cannot keep a record: {exc}") from None
+            self._event(connection, current, "completed", now, detail=f"{len(records)} records stored")
+
+        try:
+            view, created = self.ledger.add_result(result, now, within=store_with_result)
+        except ResultConflictError as exc:
+            raise JobRefused(409, "conflict", str(exc)) from None
+        record_ids = [record.record_id for record in records]
+        return ResultAccepted(created=created, result=view, record_ids=record_ids), created
