@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import gzip
 import zlib
+from codecs import BOM_UTF8
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -31,7 +32,6 @@ MAX_REPORTED_ERRORS = 1000
 MAX_LINE_BYTES = 4 * 2**20
 """Upstream lines are ~2 KB; a longer line is skipped unread, so one runaway line cannot exhaust memory."""
 GZIP_MAGIC = b"\x1f\x8b"
-UTF8_BOM = b"\xef\xbb\xbf"
 _READ_CHUNK = 2**20
 
 
@@ -164,8 +164,8 @@ def read_lines(path: Path) -> Iterator[RawLine]:
                     yield RawLine(line_no, None, size - 1 if data.endswith(b"\n") else size)
                     continue
                 data = data.rstrip(b"\r\n")
-                if line_no == 1 and data.startswith(UTF8_BOM):
-                    data = data[len(UTF8_BOM) :]
+                if line_no == 1:
+                    data = data.removeprefix(BOM_UTF8)
                 yield RawLine(line_no, data, len(data))
         except EOFError:
             raise CatalogReadError(

@@ -13,6 +13,7 @@ and the field and reason, and the load goes on; `strict=True` makes the first ba
 
 from __future__ import annotations
 
+from codecs import BOM_UTF8
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +29,6 @@ from shoparena.problems.suite import SuiteHeader, is_suite_document, verify_suit
 ProblemFormat = Literal["shoppingbench", "arena", "suite"]
 WRITABLE_FORMATS: tuple[str, ...] = ("shoppingbench", "arena")
 ARENA_KEYS = ("category", "difficulty", "title", "reward_title_embeddings")
-UTF8_BOM = b"\xef\xbb\xbf"
 BUCKET_TO_CATEGORY = {"product": "Product", "shop": "Shop", "voucher": "Voucher", "web": "Knowledge"}
 
 
@@ -110,7 +110,7 @@ def parse_problems(data: bytes, source: str = "<memory>", strict: bool = False) 
 
     A UTF-8 byte-order mark (what some editors save) is not part of the first record.
     """
-    data = data.removeprefix(UTF8_BOM)
+    data = data.removeprefix(BOM_UTF8)
     fmt = detect_format(data)
     result = LoadResult(source=source, format=fmt)
     if fmt == "shoppingbench":

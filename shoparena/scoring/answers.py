@@ -6,6 +6,7 @@ of episodes should not be lost to one truncated line.
 
 from __future__ import annotations
 
+from codecs import BOM_UTF8
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -14,8 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from shoparena.problems.models import Problem
 from shoparena.scoring.rules import parse_product_ids
-
-UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class Answer(BaseModel):
@@ -82,7 +81,7 @@ def read_answers(path: str | Path) -> tuple[list[tuple[int, Answer]], list[Answe
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1:
-                raw = raw.removeprefix(UTF8_BOM)  # what some editors save: not part of line 1
+                raw = raw.removeprefix(BOM_UTF8)  # what some editors save: not part of line 1
             if not raw.strip():
                 continue
             try:

@@ -12,6 +12,7 @@ start of a file is not part of line 1.
 from __future__ import annotations
 
 import os
+from codecs import BOM_UTF8
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -36,7 +37,6 @@ TRAJECTORIES_FILE = "trajectories.jsonl"
 MAX_LINE_BYTES = 64 * 2**20
 """A real record is tens of KB; a line beyond this is skipped as a reject, never read into memory."""
 CHUNK = 2**20
-UTF8_BOM = b"\xef\xbb\xbf"
 FOREIGN_FORMATS = (
     (b"\x1f\x8b", "gzip-compressed data, not JSONL: decompress it first (gunzip)"),
     (b"\xff\xfe", "UTF-16 text, not UTF-8 JSONL: convert it (iconv -f UTF-16 -t UTF-8)"),
@@ -74,7 +74,7 @@ def _foreign_format(head: bytes) -> str | None:
     for magic, reason in FOREIGN_FORMATS:
         if head.startswith(magic):
             return reason
-    if head.removeprefix(UTF8_BOM).lstrip()[:1] == b"[":
+    if head.removeprefix(BOM_UTF8).lstrip()[:1] == b"[":
         return JSON_ARRAY
     return None
 
@@ -152,7 +152,7 @@ def _read_file(handle: BinaryIO, name: str, limit: int) -> Iterator[Entry]:
             if foreign is not None:
                 yield Where.of_file(name), Where.of_file(name).reject(NOT_JSONL, foreign)
                 return
-            line = line.removeprefix(UTF8_BOM)
+            line = line.removeprefix(BOM_UTF8)
         if not line.strip():
             continue
         found = True
