@@ -120,15 +120,19 @@ def reachable(path: Path, uid: int, gids: set[int], *, read: bool = True) -> boo
     path = Path(os.path.abspath(path))
     try:
         for ancestor in reversed(path.parents):
-            if not _allows(ancestor.stat(), uid, gids, execute=True, read=False):
+            if not allows(ancestor.stat(), uid, gids, execute=True, read=False):
                 return False
         info = path.stat()
     except OSError:
         return False
-    return _allows(info, uid, gids, execute=stat.S_ISDIR(info.st_mode), read=read)
+    return allows(info, uid, gids, execute=stat.S_ISDIR(info.st_mode), read=read)
 
 
-def _allows(info: os.stat_result, uid: int, gids: set[int], *, execute: bool, read: bool) -> bool:
+def allows(
+    info: os.stat_result, uid: int, gids: set[int], *, execute: bool, read: bool, write: bool = False
+) -> bool:
+    """Whether the mode bits of the class `uid` falls in (owner, group, other: the first that
+    matches, as the kernel picks) grant every access asked for."""
     if info.st_uid == uid:
         shift = 6
     elif info.st_gid in gids:
@@ -136,7 +140,11 @@ def _allows(info: os.stat_result, uid: int, gids: set[int], *, execute: bool, re
     else:
         shift = 0
     bits = (info.st_mode >> shift) & 0o7
-    return (not read or bool(bits & 0o4)) and (not execute or bool(bits & 0o1))
+    return (
+        (not read or bool(bits & 0o4))
+        and (not write or bool(bits & 0o2))
+        and (not execute or bool(bits & 0o1))
+    )
 
 
 def plan(python: str, uid: int, gids: set[int]) -> MountPlan:

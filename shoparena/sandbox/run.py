@@ -112,7 +112,7 @@ class Run:
             raise SandboxUnavailable(f"the proxy socket {self.socket_path} cannot be used: {exc}") from None
         if not stat.S_ISSOCK(info.st_mode):
             raise SandboxUnavailable(f"{self.socket_path} is not a Unix socket")
-        if uid != 0 and not _may_write(info, uid, gids):
+        if uid != 0 and not interpreter.allows(info, uid, gids, execute=False, read=False, write=True):
             raise SandboxUnavailable(
                 f"the sandbox uid {uid} may not connect to {self.socket_path} (mode "
                 f"{stat.S_IMODE(info.st_mode):o}, owner {info.st_uid}); create the socket with mode 0666 "
@@ -384,11 +384,3 @@ def _one_line(key: str, value: str) -> str:
     if "\n" in value or "\r" in value:
         raise ValueError(f"environment variable {key!r}: the container backend cannot pass a line break")
     return value
-
-
-def _may_write(info: os.stat_result, uid: int, gids: set[int]) -> bool:
-    if info.st_uid == uid:
-        return bool(info.st_mode & stat.S_IWUSR)
-    if info.st_gid in gids:
-        return bool(info.st_mode & stat.S_IWGRP)
-    return bool(info.st_mode & stat.S_IWOTH)
