@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import orjson
 from pydantic import ValidationError
 from sqlalchemy import Connection, func, insert, select
 
@@ -33,6 +32,7 @@ from shoparena.arena.arena import Arena
 from shoparena.arena.canonical import outcome_problems, problem_outcome, record_problems
 from shoparena.arena.db import writing
 from shoparena.arena.errors import JobRefused, ResultConflictError
+from shoparena.arena.ledger import latest_events
 from shoparena.arena.models import (
     ArenaInfo,
     JobOffer,
@@ -45,6 +45,7 @@ from shoparena.arena.models import (
 )
 from shoparena.arena.schema import Job, JobLease, LeaseEvent, Submission, SubmissionResult
 from shoparena.arena.schema import SubmissionEvent as EventRow
+from shoparena.problems.canonical import canonical_json
 from shoparena.problems.io import parse_problems
 from shoparena.problems.models import Problem
 from shoparena.records.trajectory import SCORING_PIPELINE_VERSION
@@ -202,7 +203,7 @@ class JobBoard:
             "settings": self.settings.model_dump(mode="json"),
             "suite": [bank.suite, bank.suite_version],
         }
-        return hashlib.sha256(orjson.dumps(what, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+        return hashlib.sha256(canonical_json(what)).hexdigest()[:32]
 
     # -- leases ------------------------------------------------------------------------------------
 
@@ -301,11 +302,7 @@ class JobBoard:
         """Admitted submissions that may still need an evaluation, oldest first."""
         wanted = self.policy.validators_per_submission
         statuses = ("queued",) if wanted == 1 else ("queued", "running", "scored")
-        latest = (
-            select(EVENTS.c.submission_id, func.max(EVENTS.c.id).label("event_id"))
-            .group_by(EVENTS.c.submission_id)
-            .subquery()
-        )
+        latest = latest_events()
         results = (
             select(RESULTS.c.submission_id, func.count().label("n"))
             .group_by(RESULTS.c.submission_id)

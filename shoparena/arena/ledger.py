@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-import orjson
 from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, func, insert, select
 
@@ -35,6 +34,7 @@ from shoparena.arena.models import (
 )
 from shoparena.arena.schema import ProblemResult, Submission, SubmissionResult
 from shoparena.arena.schema import SubmissionEvent as EventRow
+from shoparena.problems.canonical import canonical_json
 from shoparena.scoring.metrics import arena_final_score, judge_coefficient
 
 SUBMISSIONS = Submission.__table__
@@ -106,6 +106,15 @@ def _append_event(connection: Connection, submission_id: str, event: SubmissionE
     )
 
 
+def latest_events():
+    """(submission_id, id of its newest event): a submission's status is the event row it names."""
+    return (
+        select(EVENTS.c.submission_id, func.max(EVENTS.c.id).label("event_id"))
+        .group_by(EVENTS.c.submission_id)
+        .subquery()
+    )
+
+
 def _mean(values: list[float]) -> float | None:
     """Rounded to 9 places: qualities are multiples of 0.1 and a float sum must not land a hair under a
     threshold (the same reason as `judge.coefficient.mean_quality`)."""
@@ -113,9 +122,7 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _content_sha256(result: ResultIn) -> str:
-    return hashlib.sha256(
-        orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
-    ).hexdigest()
+    return hashlib.sha256(canonical_json(result.model_dump(mode="json"))).hexdigest()
 
 
 class SubmissionLedger:
@@ -236,16 +243,8 @@ class SubmissionLedger:
             results=results,
         )
 
-    def _latest_events(self):
-        """(submission_id, id of its newest event)."""
-        return (
-            select(EVENTS.c.submission_id, func.max(EVENTS.c.id).label("event_id"))
-            .group_by(EVENTS.c.submission_id)
-            .subquery()
-        )
-
     def _summaries(self, where, order, limit: int) -> list[SubmissionSummary]:
-        latest = self._latest_events()
+        latest = latest_events()
         query = (
             select(
                 SUBMISSIONS.c.submission_id,

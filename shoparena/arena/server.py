@@ -21,7 +21,6 @@ store, admission, code storage — runs in the thread pool, off the event loop.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import socket
 import threading
@@ -54,7 +53,7 @@ from shoparena.arena.models import (
     SubmitRequest,
     WhoAmI,
 )
-from shoparena.arena.signing import HOTKEY_HEADER, NONCE_HEADER
+from shoparena.arena.signing import HOTKEY_HEADER, NONCE_HEADER, body_sha256
 
 log = logging.getLogger("shoparena.arena")
 MINER = frozenset({"miner"})
@@ -218,7 +217,7 @@ class Gate:
         self, seen: Seen, claimed, neuron, body: bytes, endpoint: Endpoint, audit_success: bool
     ) -> Response:
         try:
-            identity = self.auth.verify(claimed, neuron, hashlib.sha256(body).hexdigest())
+            identity = self.auth.verify(claimed, neuron, body_sha256(body))
             outcome = endpoint(identity, body)
         except Exception as exc:
             outcome = refused(exc, f"{seen.method} {seen.path}")

@@ -9,17 +9,7 @@ import typer
 from rich.table import Table
 
 from shoparena.cli import arena_check_cmd
-from shoparena.cli.common import console, err_console, fail, print_json
-
-
-def say(*objects, **options) -> None:
-    """One message on stdout, never wrapped (paths and URLs stay whole for copying) nor highlighted."""
-    console.print(*objects, soft_wrap=True, highlight=False, **options)
-
-
-def say_err(*objects, **options) -> None:
-    err_console.print(*objects, soft_wrap=True, highlight=False, **options)
-
+from shoparena.cli.common import console, fail, print_json, say, say_err
 
 arena_app = typer.Typer(
     name="arena",

@@ -27,6 +27,15 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def say(*objects, **options) -> None:
+    """One message on stdout, never wrapped (paths and URLs stay whole for copying) nor highlighted."""
+    console.print(*objects, soft_wrap=True, highlight=False, **options)
+
+
+def say_err(*objects, **options) -> None:
+    err_console.print(*objects, soft_wrap=True, highlight=False, **options)
+
+
 def print_json(data: object) -> None:
     """Machine-readable output: exactly one JSON document on stdout, nothing else."""
     sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from shoparena.cli.arena_cmd import say
-from shoparena.cli.common import fail, print_json
+from shoparena.cli.common import fail, print_json, say
 from shoparena.cli.key_options import (
     KeyOption,
     WalletHotkeyOption,

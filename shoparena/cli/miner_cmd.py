@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shoparena.cli.arena_cmd import print_violations, say, say_err
-from shoparena.cli.common import console, fail, print_json
+from shoparena.cli.arena_cmd import print_violations
+from shoparena.cli.common import console, fail, print_json, say, say_err
 from shoparena.cli.key_options import (
     KeyOption,
     WalletHotkeyOption,
@@ -42,7 +42,8 @@ HINTS = {
 }
 
 
-def _client(arena: str, key, wallet, hotkey, wallet_path):
+def open_client(arena: str, key, wallet, hotkey, wallet_path):
+    """A signed client for `--arena` with the key the options name; exits with a clear error otherwise."""
     from shoparena.arena.client import ArenaClient
     from shoparena.arena.errors import ArenaError
 
@@ -108,7 +109,7 @@ def submit_cmd(
         raise fail(
             f"{agent} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         ) from None
-    with _client(arena, key, wallet, hotkey, wallet_path) as client:
+    with open_client(arena, key, wallet, hotkey, wallet_path) as client:
         try:
             answer = client.submit(name or agent.name, code)
         except ArenaError as exc:
@@ -150,7 +151,7 @@ def status_cmd(
     """Show a submission's status (and, once scored, its results), or list your submissions."""
     from shoparena.arena.errors import ArenaError
 
-    with _client(arena, key, wallet, hotkey, wallet_path) as client:
+    with open_client(arena, key, wallet, hotkey, wallet_path) as client:
         try:
             answer = client.submission(submission_id) if submission_id else client.submissions()
         except ArenaError as exc:
@@ -191,13 +192,20 @@ def _print_submission(view) -> None:
                 p.error or p.end_reason or "",
             )
         console.print(table)
-        q = "n/a" if result.judge_quality is None else f"{result.judge_quality:.3f}"
-        coeff = "n/a" if result.coefficient is None else f"{result.coefficient:.3f}"
-        final = "n/a" if result.final_score is None else f"{result.final_score:.3f}"
-        say(
-            f"validator {result.validator_hotkey} (job {result.job_id}): ASR {result.asr:.3f} "
-            f"({result.successes}/{result.problems}), judge q {q}, coefficient {coeff}, final score [bold]{final}[/]"
-        )
+        say(f"validator {result.validator_hotkey} (job {result.job_id}): {scores(result, bold_final=True)}")
+
+
+def scores(result, bold_final: bool = False) -> str:
+    """One validator's result as the miner and the validator commands both show it."""
+    q = "n/a" if result.judge_quality is None else f"{result.judge_quality:.3f}"
+    coeff = "n/a" if result.coefficient is None else f"{result.coefficient:.3f}"
+    final = "n/a" if result.final_score is None else f"{result.final_score:.3f}"
+    if bold_final:
+        final = f"[bold]{final}[/]"
+    return (
+        f"ASR {result.asr:.3f} ({result.successes}/{result.problems}), judge q {q}, coefficient {coeff}, "
+        f"final score {final}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -8,16 +8,14 @@ from typing import Annotated
 
 import typer
 
-from shoparena.cli.arena_cmd import say, say_err
-from shoparena.cli.common import fail, print_json
+from shoparena.cli.common import fail, print_json, say, say_err
 from shoparena.cli.key_options import (
     KeyOption,
     WalletHotkeyOption,
     WalletOption,
     WalletPathOption,
-    load_signer,
 )
-from shoparena.cli.miner_cmd import ArenaOption, refused
+from shoparena.cli.miner_cmd import ArenaOption, open_client, refused, scores
 
 validator_app = typer.Typer(
     name="validator",
@@ -32,14 +30,9 @@ def _summary(report) -> str:
             f"job {report.job_id} (submission {report.submission_id}): the lease was lost ({report.detail}); "
             "the job went back to the queue and nothing was posted"
         )
-    result = report.result
-    q = "n/a" if result.judge_quality is None else f"{result.judge_quality:.3f}"
-    coeff = "n/a" if result.coefficient is None else f"{result.coefficient:.3f}"
-    final = "n/a" if result.final_score is None else f"{result.final_score:.3f}"
     stored = "stored" if report.created else "posted again; the arena had this result already"
     return (
-        f"job {report.job_id} (submission {report.submission_id}): ASR {result.asr:.3f} "
-        f"({result.successes}/{result.problems}), judge q {q}, coefficient {coeff}, final score {final} — "
+        f"job {report.job_id} (submission {report.submission_id}): {scores(report.result)} — "
         f"{stored} ({report.wall_s:.1f} s)"
     )
 
@@ -90,7 +83,6 @@ def run_cmd(
     lease was lost, 2 this validator cannot evaluate the arena's jobs (catalogue, key, arena)."""
     from pydantic import ValidationError
 
-    from shoparena.arena.client import ArenaClient
     from shoparena.arena.errors import ArenaError
     from shoparena.arena.validator import JobFailed, Validator, ValidatorError, ValidatorSettings
 
@@ -112,11 +104,7 @@ def run_cmd(
         raise fail("; ".join(f"--{e['loc'][0]}: {e['msg']}" for e in exc.errors())) from None
     if sandbox == "none":
         say_err("[bold red]warning:[/] --sandbox none: miner code runs unconfined on this machine")
-    signer = load_signer(key, wallet, hotkey, wallet_path)
-    try:
-        client = ArenaClient(arena, signer)
-    except ArenaError as exc:
-        raise fail(str(exc)) from None
+    client = open_client(arena, key, wallet, hotkey, wallet_path)
 
     def show(report) -> None:
         if as_json:
