@@ -49,6 +49,7 @@ from shoparena.agents.miner_sandbox import (
     sandbox_policy,
     waited,
 )
+from shoparena.agents.miner_sdk import SESSION_ENV, URL_ENV
 from shoparena.harness.episode import Episode
 from shoparena.harness.record_limits import clean_text
 from shoparena.harness.tool_server import ToolServer
@@ -64,15 +65,13 @@ from shoparena.sandbox import (
 )
 from shoparena.sandbox.models import MiB
 
-SESSION_ENV = "SHOPARENA_SESSION"
-URL_ENV = "SHOPARENA_TOOL_URL"
 MAX_STEPS = 1000
 MAX_ERROR_CHARS = 2000
 MAX_TRACEBACK_CHARS = 3000
 MAX_SHOWN_CHARS = 200
+"""How much of claimed arguments a note quotes."""
 INFERENCE_API_KEY_ENV = "SHOPARENA_INFERENCE_API_KEY"
 """Where the proxy's upstream API key is read from (the miner's environment never has it)."""
-"""How much of claimed arguments a note quotes."""
 ENDING_TOOLS = ("recommend_product", "terminate")
 SETTLE_S = 2.0
 """How long a finished run waits for an inference request still in flight to be logged."""

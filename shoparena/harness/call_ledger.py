@@ -148,6 +148,9 @@ class CallLedger:
 
     def consume(self, name: str, arguments: Any) -> OfferedCall | None:
         """The earliest unused offered call with this name and these arguments, now used; else None."""
+        with self._lock:
+            if not self._pending:  # most calls of most agents: no inference, nothing to canonicalise
+                return None
         key = canonical_arguments(arguments)
         if key is None:
             return None

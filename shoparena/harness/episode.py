@@ -338,6 +338,7 @@ class Episode:
         name, note = budget.text(call.name, "tool name", cap=MAX_NAME_BYTES)
         cuts.append(note)
         arguments: dict[str, Any] | None = None
+        arguments_text: str | None = None
         if call.arguments is not None:
             value, data = encode(call.arguments, limits.max_depth)
             room = budget.room()
@@ -353,7 +354,7 @@ class Episode:
                     f"{limits.preview_bytes:,} bytes of their JSON text in raw_arguments"
                 )
             else:
-                arguments = value
+                arguments, arguments_text = value, data.decode()
                 budget.used += len(data)
                 if value is not call.arguments:
                     cuts.append("arguments: unusable parts replaced (see the error)")
@@ -381,12 +382,14 @@ class Episode:
         )
         self._calls.append(record)
         # the observation is already clean, so anything the budget changed was cut for size
+        # and the JSON already encoded above is reused rather than encoded again
         if error is not None:
             content = ERROR_PREFIX + error + (CUT_MARK if error is not observation.error else "")
+        elif result is observation.result:
+            content = observation.text
         else:
-            content = observation_text(result) + (CUT_MARK if result is not observation.result else "")
-        arguments_text = jsontext.dumps(arguments) if arguments is not None else raw or ""
-        return _Stored(record, arguments_text, content)
+            content = observation_text(result) + CUT_MARK
+        return _Stored(record, arguments_text if arguments_text is not None else raw or "", content)
 
     def _mark_unrecorded(self) -> None:
         """Say on the last stored entry how many later calls were not recorded."""

@@ -26,28 +26,12 @@ from shoparena.agents.inference_proxy import InferenceProxy
 from shoparena.agents.runner import run_eval
 from shoparena.harness import Episode
 from shoparena.harness.tool_server import ToolServer
-from shoparena.index.catalog_dir import build_synthetic, open_catalog
-from shoparena.problems.generator import ProblemGenerator
 from shoparena.sandbox import NoSandboxWarning
 from shoparena.scoring import LexicalSimilarity, RuleScorer
 from tests.sandbox.test_limits import host_processes_with
 
 MINERS = Path(__file__).resolve().parent / "miners"
 SANDBOXED = pytest.mark.usefixtures("sandbox_ready")  # the tests that run miner files (file_server has it)
-
-
-@pytest.fixture(scope="module")
-def file_catalog(tmp_path_factory):
-    path = tmp_path_factory.mktemp("file-agent-cat") / "c"
-    build_synthetic(path, 2000, seed=5, workers=1)
-    catalog = open_catalog(path)
-    yield catalog
-    catalog.close()
-
-
-@pytest.fixture(scope="module")
-def file_problems(file_catalog):
-    return ProblemGenerator(file_catalog, seed=3).generate(3, buckets=("product", "shop", "voucher"))
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +46,9 @@ def file_server(sandbox_ready):
 
 
 @pytest.fixture(scope="module")
-def file_title_query(file_catalog):
+def file_title_query(agent_catalog):
     """A query whose first word surely matches: a product title (plus a marker word for some miners)."""
-    return file_catalog.store.dict_by_ord(7)["title"] + " real"
+    return agent_catalog.store.dict_by_ord(7)["title"] + " real"
 
 
 def miner(name: str, server: ToolServer, **options) -> FileAgent:
@@ -134,9 +118,9 @@ def test_a_sandbox_that_cannot_run_is_refused_when_the_agent_is_made():
 
 
 # -- behaviour -----------------------------------------------------------------------------------------
-def test_a_good_miner_drives_the_episode_through_the_sdk(file_catalog, file_problems, file_server):
-    problem = file_problems[0]
-    episode, run = run_on_problem(miner("good_miner", file_server), file_catalog, problem)
+def test_a_good_miner_drives_the_episode_through_the_sdk(agent_catalog, agent_problems, file_server):
+    problem = agent_problems[0]
+    episode, run = run_on_problem(miner("good_miner", file_server), agent_catalog, problem)
     assert run.error is None
     names = [(c.name, c.origin) for c in episode.calls]
     # it claims origin "llm" for its searches and its recommendation, but no model answered any of
@@ -162,22 +146,22 @@ def test_a_good_miner_drives_the_episode_through_the_sdk(file_catalog, file_prob
 
 
 def test_a_crashing_miner_reports_its_traceback_and_scores_as_a_failure(
-    file_catalog, file_problems, file_server
+    agent_catalog, agent_problems, file_server
 ):
-    problem = file_problems[0]
-    episode, run = run_on_problem(miner("crashing_miner", file_server), file_catalog, problem)
+    problem = agent_problems[0]
+    episode, run = run_on_problem(miner("crashing_miner", file_server), agent_catalog, problem)
     assert run.error.startswith("agent_main failed: IndexError: list index out of range")
     assert "crashing_miner.py" in run.error and "parse_budget" in run.error
     assert [c.name for c in episode.calls] == ["find_product"] and episode.recommended_product_ids is None
-    result = score(file_catalog, problem, episode)
+    result = score(agent_catalog, problem, episode)
     assert not result.success
 
 
-def test_a_miner_that_never_returns_is_killed_with_its_children(file_catalog, file_server, file_title_query):
+def test_a_miner_that_never_returns_is_killed_with_its_children(agent_catalog, file_server, file_title_query):
     agent = miner("sleeping_miner", file_server, timeout_s=1.5)
     marker = f"sleeper-{uuid.uuid4().hex}"  # the miner's child carries it on its command line
     started = time.monotonic()
-    episode, run = run_on_query(agent, file_catalog, file_title_query, problem_id=marker)
+    episode, run = run_on_query(agent, agent_catalog, file_title_query, problem_id=marker)
     assert time.monotonic() - started < 4.5
     assert run.error.startswith("timeout: agent_main did not return within 1.5 s; the sandbox killed")
     assert f"CHILD STARTED {marker}" in run.error  # the child really ran (the tail after the noise)
@@ -186,9 +170,9 @@ def test_a_miner_that_never_returns_is_killed_with_its_children(file_catalog, fi
 
 
 def test_garbage_on_stdout_and_stderr_does_not_corrupt_the_result(
-    file_catalog, file_server, file_title_query
+    agent_catalog, file_server, file_title_query
 ):
-    episode, run = run_on_query(miner("noisy_miner", file_server), file_catalog, file_title_query)
+    episode, run = run_on_query(miner("noisy_miner", file_server), agent_catalog, file_title_query)
     assert run.error is None
     assert run.model_outputs[0]["completion"]["message"]["think"] == "noisy but fine"
     claimed = run.model_outputs[0]["completion"]["message"]["tool_call"][0]["parameters"]["product_ids"]
@@ -196,23 +180,23 @@ def test_garbage_on_stdout_and_stderr_does_not_corrupt_the_result(
 
 
 def test_a_miner_finds_no_reward_anywhere_it_looks(
-    tmp_path, monkeypatch, file_catalog, file_problems, file_server
+    tmp_path, monkeypatch, agent_catalog, agent_problems, file_server
 ):
     # plant rewards where a miner run in place would find them: beside its file and in the parent env
     planted = tmp_path / "miner_home"
     planted.mkdir()
     shutil.copy(MINERS / "snooping_miner.py", planted / "snooping_miner.py")
     (planted / "problems.jsonl").write_text(
-        "\n".join(p.model_dump_json(by_alias=True) for p in file_problems)
+        "\n".join(p.model_dump_json(by_alias=True) for p in agent_problems)
     )
-    (tmp_path / "suite.json").write_text(json.dumps([p.to_record() for p in file_problems]))
+    (tmp_path / "suite.json").write_text(json.dumps([p.to_record() for p in agent_problems]))
     assert "reward" in (planted / "problems.jsonl").read_text()
-    monkeypatch.setenv("SHOPARENA_REWARD_HINT", "reward=" + json.dumps(file_problems[0].to_record()))
+    monkeypatch.setenv("SHOPARENA_REWARD_HINT", "reward=" + json.dumps(agent_problems[0].to_record()))
     monkeypatch.chdir(planted)
     agent = make_file_agent(str(planted / "snooping_miner.py"), server=file_server)
 
-    for problem in file_problems:
-        episode, run = run_on_problem(agent, file_catalog, problem)
+    for problem in agent_problems:
+        episode, run = run_on_problem(agent, agent_catalog, problem)
         assert run.error is None and episode.calls == []  # listing tools is not a call
         info = run.model_outputs[0]["extra_info"]
         assert info["found"] == [], info["found"]
@@ -230,28 +214,28 @@ def test_a_miner_finds_no_reward_anywhere_it_looks(
         assert info["argv"] == [os.path.join(info["cwd"], "snooping_miner.py")]
 
     # the same miner does report a reward when one is within reach (the check above can fail)
-    _, run = run_on_query(agent, file_catalog, "a reward card holder")
+    _, run = run_on_query(agent, agent_catalog, "a reward card holder")
     assert run.model_outputs[0]["extra_info"]["found"] == ["problem_data"]
 
 
-def test_malformed_steps_get_a_clear_error(file_catalog, file_server):
+def test_malformed_steps_get_a_clear_error(agent_catalog, file_server):
     agent = miner("malformed_miner", file_server)
-    _, run = run_on_query(agent, file_catalog, "return a dict please")
+    _, run = run_on_query(agent, agent_catalog, "return a dict please")
     assert (
         run.error == "agent_main returned malformed steps: agent_main must return a list of steps, got dict"
     )
     assert run.model_outputs == [{"steps": "should have been a list"}]
-    _, run = run_on_query(agent, file_catalog, "return bad steps")
+    _, run = run_on_query(agent, agent_catalog, "return bad steps")
     assert run.error.startswith("agent_main returned malformed steps: ")
     assert "step 1: completion.message.tool_call.0.name: Field required" in run.error
     assert "step 2: completion: Field required" in run.error
     assert len(run.model_outputs) == 3
 
 
-def test_a_claimed_recommendation_is_replayed_through_the_harness(file_catalog, file_problems, file_server):
+def test_a_claimed_recommendation_is_replayed_through_the_harness(agent_catalog, agent_problems, file_server):
     agent = miner("claiming_miner", file_server)
-    query = file_catalog.store.dict_by_ord(3)["title"] + " real"
-    episode, run = run_on_query(agent, file_catalog, query)
+    query = agent_catalog.store.dict_by_ord(3)["title"] + " real"
+    episode, run = run_on_query(agent, agent_catalog, query)
     assert run.error is None
     claimed = json.loads(run.model_outputs[0]["completion"]["message"]["tool_call"][0]["parameters"])
     assert episode.recommended_product_ids == [claimed["product_ids"]]
@@ -263,33 +247,33 @@ def test_a_claimed_recommendation_is_replayed_through_the_harness(file_catalog, 
     assert len(run.notes) == 2 and all("replayed on the episode with origin 'code'" in n for n in run.notes)
 
     # an invented id is replayed too, and the scorer (which checks ids against the catalogue) fails it
-    problem = file_problems[0]
-    episode, run = run_on_problem(agent, file_catalog, problem)
+    problem = agent_problems[0]
+    episode, run = run_on_problem(agent, agent_catalog, problem)
     assert episode.recommended_product_ids == ["no-such-product"]
-    assert not score(file_catalog, problem, episode).success
+    assert not score(agent_catalog, problem, episode).success
 
 
 def test_a_claim_that_contradicts_the_recorded_call_changes_nothing(
-    file_catalog, file_server, file_title_query
+    agent_catalog, file_server, file_title_query
 ):
-    episode, run = run_on_query(miner("contradicting_miner", file_server), file_catalog, file_title_query)
+    episode, run = run_on_query(miner("contradicting_miner", file_server), agent_catalog, file_title_query)
     assert run.error is None and episode.recommended_product_ids != ["123456789"]
     assert [c.name for c in episode.calls] == ["find_product", "recommend_product"]
     assert len(run.notes) == 1 and "the recorded call stands" in run.notes[0]
 
 
-def test_memory_limit_and_a_vanishing_process(file_catalog, file_server):
-    _, run = run_on_query(miner("memory_hog_miner", file_server, address_space_mb=256), file_catalog, "q")
+def test_memory_limit_and_a_vanishing_process(agent_catalog, file_server):
+    _, run = run_on_query(miner("memory_hog_miner", file_server, address_space_mb=256), agent_catalog, "q")
     assert run.error.startswith("agent_main failed: MemoryError")
-    _, run = run_on_query(miner("vanishing_miner", file_server), file_catalog, "q")
+    _, run = run_on_query(miner("vanishing_miner", file_server), agent_catalog, "q")
     assert run.error == "the miner process ended without returning a result (exit status 3)"
     assert run.notes == []
 
 
-def test_cpu_seconds_are_limited(file_catalog, file_server):
+def test_cpu_seconds_are_limited(agent_catalog, file_server):
     agent = miner("spinning_miner", file_server, cpu_s=1, timeout_s=20)
     started = time.monotonic()
-    _, run = run_on_query(agent, file_catalog, "q")
+    _, run = run_on_query(agent, agent_catalog, "q")
     assert run.error.startswith("the miner process ended without returning a result (killed by signal ")
     assert run.error.endswith("limits reached: cpu)")
     assert run.notes == ["sandbox: the miner reached its CPU-seconds limit (1 s) and was killed"]
@@ -297,31 +281,31 @@ def test_cpu_seconds_are_limited(file_catalog, file_server):
 
 
 @SANDBOXED
-def test_an_unreachable_socket_fails_the_episode_closed(file_catalog, file_problems):
+def test_an_unreachable_socket_fails_the_episode_closed(agent_catalog, agent_problems):
     """A socket the sandbox's uid may not connect to: the miner does not run, and the episode says why."""
     with (
         tempfile.TemporaryDirectory(prefix="fa-", dir="/tmp") as where,
         ToolServer(host=None, socket_path=Path(where) / "tools.sock") as private,  # mode 0600
     ):
-        episode, run = run_on_problem(miner("good_miner", private), file_catalog, file_problems[0])
+        episode, run = run_on_problem(miner("good_miner", private), agent_catalog, agent_problems[0])
     assert run.error.startswith("cannot start the miner process: the sandbox is unavailable: the sandbox uid")
     assert "may not connect to" in run.error and episode.calls == []
 
 
-def test_runs_in_parallel_share_one_server_and_stay_apart(file_catalog, file_problems, file_server):
+def test_runs_in_parallel_share_one_server_and_stay_apart(agent_catalog, agent_problems, file_server):
     agent = miner("good_miner", file_server)
     with ThreadPoolExecutor(max_workers=3) as pool:
-        results = list(pool.map(lambda p: run_on_problem(agent, file_catalog, p), file_problems))
-    for problem, (episode, run) in zip(file_problems, results, strict=True):
+        results = list(pool.map(lambda p: run_on_problem(agent, agent_catalog, p), agent_problems))
+    for problem, (episode, run) in zip(agent_problems, results, strict=True):
         assert run.error is None and episode.terminated == "success"
         assert episode.problem_id == problem.problem_id and episode.calls[-1].name == "terminate"
         first_query = run.model_outputs[0]["completion"]["message"]["tool_call"][0]["parameters"]["q"]
         assert first_query in problem.query
 
 
-def test_an_agent_without_a_server_owns_one(file_catalog, file_title_query, file_server):
+def test_an_agent_without_a_server_owns_one(agent_catalog, file_title_query, file_server):
     agent = make_file_agent(str(MINERS / "noisy_miner.py"))
-    _, run = run_on_query(agent, file_catalog, file_title_query)
+    _, run = run_on_query(agent, agent_catalog, file_title_query)
     own = agent.server()
     assert run.error is None and own is not file_server and own.running
     agent.close()
@@ -374,17 +358,17 @@ def test_lenient_step_shapes_are_accepted():
 
 
 @SANDBOXED
-def test_replay_notes_reach_the_trajectory_record(file_catalog, file_problems, tmp_path):
+def test_replay_notes_reach_the_trajectory_record(agent_catalog, agent_problems, tmp_path):
     """What the harness did on a miner's behalf is part of the record, not only of the agent's report."""
 
     from shoparena.problems.io import write_problems
 
     problems_path = tmp_path / "problems.jsonl"
-    write_problems(problems_path, file_problems[:1])
+    write_problems(problems_path, agent_problems[:1])
     out = tmp_path / "run"
     run_eval(
         EvalConfig(
-            catalog=file_catalog.store.path.parent,
+            catalog=agent_catalog.store.path.parent,
             problems=problems_path,
             agent=f"file:{MINERS / 'claiming_miner.py'}",
             options={"timeout_s": 30},
@@ -401,18 +385,18 @@ def test_replay_notes_reach_the_trajectory_record(file_catalog, file_problems, t
 # -- the harness's own files, a Unix-socket server ----------------------------------------------------
 @pytest.mark.parametrize("file_name", ["miner_sdk.py", "_shoparena_runner.py", "runner.py"])
 def test_a_miner_named_like_a_harness_file_still_runs(
-    tmp_path, file_name, file_catalog, file_problems, file_server
+    tmp_path, file_name, agent_catalog, agent_problems, file_server
 ):
     path = tmp_path / file_name
     shutil.copy(MINERS / "good_miner.py", path)
     agent = make_file_agent(str(path), server=file_server)
-    episode, run = run_on_problem(agent, file_catalog, file_problems[0])
+    episode, run = run_on_problem(agent, agent_catalog, agent_problems[0])
     assert run.error is None and episode.terminated == "success"
     assert [c.name for c in episode.calls][-2:] == ["recommend_product", "terminate"]
 
 
 def test_a_miner_reaches_tools_and_inference_on_a_server_listening_on_a_unix_socket_only(
-    file_catalog, file_problems
+    agent_catalog, agent_problems
 ):
     proxy = InferenceProxy()
     with (
@@ -424,19 +408,19 @@ def test_a_miner_reaches_tools_and_inference_on_a_server_listening_on_a_unix_soc
             agent = make_file_agent(
                 str(MINERS / "chat_miner.py"), server=unix_only, inference=proxy, sandbox="none"
             )
-        episode, run = run_on_problem(agent, file_catalog, file_problems[0])
+        episode, run = run_on_problem(agent, agent_catalog, agent_problems[0])
     assert run.error is None and episode.terminated == "success"
     assert {c.origin for c in episode.calls} == {"llm"} and run.inference.served >= 2
 
 
-def test_no_sandbox_is_loud_and_in_every_record(file_catalog, file_problems, tmp_path):
+def test_no_sandbox_is_loud_and_in_every_record(agent_catalog, agent_problems, tmp_path):
     """`sandbox=none` by explicit choice only: a warning on stderr when the agent is made and one note in
     every record; the miner still reaches its tools (over loopback TCP)."""
 
     from shoparena.problems.io import write_problems
 
     problems_path = tmp_path / "problems.jsonl"
-    write_problems(problems_path, file_problems[:2])
+    write_problems(problems_path, agent_problems[:2])
     out = tmp_path / "run"
     with pytest.warns(NoSandboxWarning, match="file agent: sandbox 'none': miner files run unconfined"):
         make_file_agent(str(MINERS / "good_miner.py"), sandbox="none")
@@ -446,7 +430,7 @@ def test_no_sandbox_is_loud_and_in_every_record(file_catalog, file_problems, tmp
     with pytest.warns(NoSandboxWarning):
         run_eval(
             EvalConfig(
-                catalog=file_catalog.store.path.parent,
+                catalog=agent_catalog.store.path.parent,
                 problems=problems_path,
                 agent=f"file:{MINERS / 'good_miner.py'}",
                 out=out,
@@ -468,7 +452,7 @@ def test_no_sandbox_is_loud_and_in_every_record(file_catalog, file_problems, tmp
 
 
 @SANDBOXED
-def test_the_sdk_refuses_an_address_it_cannot_use(tmp_path, monkeypatch, file_catalog):
+def test_the_sdk_refuses_an_address_it_cannot_use(tmp_path, monkeypatch, agent_catalog):
     agent = miner("good_miner", None)
     bad = tmp_path / "bad_url_miner.py"
     bad.write_text(
@@ -477,6 +461,6 @@ def test_the_sdk_refuses_an_address_it_cannot_use(tmp_path, monkeypatch, file_ca
         "    os.environ['SHOPARENA_TOOL_URL'] = 'ftp://x'\n"
         "    miner_sdk.list_tools()\n"
     )
-    _, run = run_on_query(make_file_agent(str(bad), server=agent.server()), file_catalog, "q")
+    _, run = run_on_query(make_file_agent(str(bad), server=agent.server()), agent_catalog, "q")
     agent.close()
     assert "SHOPARENA_TOOL_URL must be http://HOST:PORT or unix:///PATH, got 'ftp://x'" in run.error

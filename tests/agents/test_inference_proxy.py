@@ -22,9 +22,7 @@ from shoparena.agents.run_dir import TRAJECTORIES_FILE, read_trajectories
 from shoparena.agents.runner import run_eval
 from shoparena.harness import UPSTREAM, Episode
 from shoparena.harness.tool_server import ToolServer
-from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.judge import OfflineJudge
-from shoparena.problems.generator import ProblemGenerator
 from shoparena.records.inference import InferenceLog
 from shoparena.records.trajectory import (
     AgentInfo,
@@ -39,25 +37,6 @@ from shoparena.store import open_store
 from tests.agents.conftest_llm import Reply, ScriptedChatServer, completion, error_body, tool_call
 
 MINERS = Path(__file__).resolve().parent / "miners"
-
-
-@pytest.fixture(scope="module")
-def proxy_catalog_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("proxy-cat") / "c"
-    build_synthetic(path, 2000, seed=5, workers=1)
-    return path
-
-
-@pytest.fixture(scope="module")
-def proxy_catalog(proxy_catalog_dir):
-    catalog = open_catalog(proxy_catalog_dir)
-    yield catalog
-    catalog.close()
-
-
-@pytest.fixture(scope="module")
-def proxy_problems(proxy_catalog):
-    return ProblemGenerator(proxy_catalog, seed=3).generate(3, buckets=("product", "shop", "voucher"))
 
 
 @pytest.fixture(scope="module")
@@ -142,12 +121,12 @@ def record_of(
 
 # -- a miner that follows its model ------------------------------------------------------------------
 def test_a_miner_file_that_runs_what_its_model_said_has_every_call_verified_as_llm(
-    proxy_catalog, proxy_problems
+    agent_catalog, agent_problems
 ):
     agent = make_file_agent(str(MINERS / "chat_miner.py"), timeout_s=60)
     try:
-        for problem in proxy_problems:
-            episode = Episode.for_problem(problem, proxy_catalog, profile="oro7")
+        for problem in agent_problems:
+            episode = Episode.for_problem(problem, agent_catalog, profile="oro7")
             run = agent.run(episode, ProblemView.of(problem))
             assert run.error is None and run.notes == [] and episode.terminated == "success"
             assert episode.calls and {c.origin for c in episode.calls} == {"llm"}
@@ -176,15 +155,15 @@ def test_a_miner_file_that_runs_what_its_model_said_has_every_call_verified_as_l
 
 
 def test_the_same_calls_claimed_as_llm_without_an_inference_response_are_code(
-    proxy_catalog, proxy_problems, proxy_server, proxy, monkeypatch
+    agent_catalog, agent_problems, proxy_server, proxy, monkeypatch
 ):
-    problem = proxy_problems[0]
-    first = Episode.for_problem(problem, proxy_catalog, profile="oro7")
+    problem = agent_problems[0]
+    first = Episode.for_problem(problem, agent_catalog, profile="oro7")
     with sdk_session(proxy_server, first, proxy, monkeypatch):
         follow_model(problem.query)
     assert {c.origin for c in first.calls} == {"llm"}
 
-    second = Episode.for_problem(problem, proxy_catalog, profile="oro7")
+    second = Episode.for_problem(problem, agent_catalog, profile="oro7")
     with sdk_session(proxy_server, second, proxy, monkeypatch) as session:
         for call in first.calls:  # the very same calls, claimed as the model's, with no inference
             reply = miner_sdk.call_tool(call.name, origin="llm", **call.arguments)
@@ -196,9 +175,9 @@ def test_the_same_calls_claimed_as_llm_without_an_inference_response_are_code(
 
 
 def test_arguments_that_differ_are_code_and_each_offered_call_is_used_once(
-    proxy_catalog, proxy_server, proxy, monkeypatch
+    agent_catalog, proxy_server, proxy, monkeypatch
 ):
-    episode = Episode(proxy_catalog, "wireless earbuds with free shipping", profile="oro7", problem_id="p-2")
+    episode = Episode(agent_catalog, "wireless earbuds with free shipping", profile="oro7", problem_id="p-2")
     with sdk_session(proxy_server, episode, proxy, monkeypatch) as session:
         message = miner_sdk.chat([{"role": "user", "content": episode.query}])["choices"][0]["message"]
         offered = [
@@ -233,8 +212,8 @@ def _post_tool(server: ToolServer, token: str, name: str, body: bytes) -> tuple[
 
 
 @pytest.mark.parametrize("model", ["reference-agentic-tags", "reference-agentic-qwen3"])
-def test_calls_written_as_text_tags_are_verified_too(proxy_catalog, proxy_server, proxy, monkeypatch, model):
-    episode = Episode(proxy_catalog, "a cotton t-shirt for men", profile="oro7", problem_id="p-3")
+def test_calls_written_as_text_tags_are_verified_too(agent_catalog, proxy_server, proxy, monkeypatch, model):
+    episode = Episode(agent_catalog, "a cotton t-shirt for men", profile="oro7", problem_id="p-3")
     with sdk_session(proxy_server, episode, proxy, monkeypatch):
         message = miner_sdk.chat([{"role": "user", "content": episode.query}], model=model)["choices"][0][
             "message"
@@ -248,8 +227,8 @@ def test_calls_written_as_text_tags_are_verified_too(proxy_catalog, proxy_server
 
 
 # -- what the proxy refuses ---------------------------------------------------------------------------
-def test_a_model_outside_the_allowlist_is_refused_and_logged(proxy_catalog, proxy_server, proxy, monkeypatch):
-    episode = Episode(proxy_catalog, "a desk lamp", problem_id="p-4")
+def test_a_model_outside_the_allowlist_is_refused_and_logged(agent_catalog, proxy_server, proxy, monkeypatch):
+    episode = Episode(agent_catalog, "a desk lamp", problem_id="p-4")
     with sdk_session(proxy_server, episode, proxy, monkeypatch) as session:
         with pytest.raises(miner_sdk.ToolServerError) as refused:
             miner_sdk.chat([{"role": "user", "content": "hi"}], model="gpt-4o")
@@ -268,9 +247,9 @@ def test_a_model_outside_the_allowlist_is_refused_and_logged(proxy_catalog, prox
     )
 
 
-def test_the_rate_limit_answers_429_with_retry_after(proxy_catalog, monkeypatch):
+def test_the_rate_limit_answers_429_with_retry_after(agent_catalog, monkeypatch):
     proxy = InferenceProxy(limits=ProxyLimits(requests_per_minute=2, burst=2))
-    episode = Episode(proxy_catalog, "a desk lamp", problem_id="p-5")
+    episode = Episode(agent_catalog, "a desk lamp", problem_id="p-5")
     body = json.dumps({"messages": [{"role": "user", "content": episode.query}]}).encode()
     with (
         ToolServer(routers=[proxy.router]) as server,
@@ -286,11 +265,11 @@ def test_the_rate_limit_answers_429_with_retry_after(proxy_catalog, monkeypatch)
     ].request_sha256
 
 
-def test_the_token_budget_is_enforced_per_problem(proxy_catalog, proxy_problems, monkeypatch):
+def test_the_token_budget_is_enforced_per_problem(agent_catalog, agent_problems, monkeypatch):
     proxy = InferenceProxy(limits=ProxyLimits(token_budget=9000))
-    problem = proxy_problems[2]
+    problem = agent_problems[2]
     with ToolServer(routers=[proxy.router]) as server:
-        episode = Episode.for_problem(problem, proxy_catalog, profile="oro7")
+        episode = Episode.for_problem(problem, agent_catalog, profile="oro7")
         with sdk_session(server, episode, proxy, monkeypatch) as session:
             with pytest.raises(miner_sdk.ToolServerError) as spent:
                 follow_model(problem.query)
@@ -303,14 +282,14 @@ def test_the_token_budget_is_enforced_per_problem(proxy_catalog, proxy_problems,
         assert served_tokens == sum(e.prompt_tokens + e.completion_tokens for e in log.entries)
         assert served_tokens < 9000 + max(e.completion_tokens for e in log.entries)
         # a fresh problem starts with a fresh budget
-        fresh = Episode.for_problem(problem, proxy_catalog, profile="oro7")
+        fresh = Episode.for_problem(problem, agent_catalog, profile="oro7")
         with sdk_session(server, fresh, proxy, monkeypatch):
             assert miner_sdk.chat([{"role": "user", "content": problem.query}])["choices"]
 
 
-def test_request_caps_and_malformed_requests_are_refused_and_counted(proxy_catalog, monkeypatch):
+def test_request_caps_and_malformed_requests_are_refused_and_counted(agent_catalog, monkeypatch):
     proxy = InferenceProxy(limits=ProxyLimits(max_request_bytes=4096, max_messages=3, max_refused_entries=4))
-    episode = Episode(proxy_catalog, "a desk lamp", problem_id="p-6")
+    episode = Episode(agent_catalog, "a desk lamp", problem_id="p-6")
     user = {"role": "user", "content": "a desk lamp"}
     cases = [
         (
@@ -345,8 +324,8 @@ def test_request_caps_and_malformed_requests_are_refused_and_counted(proxy_catal
     ]
 
 
-def test_no_inference_after_the_episode_has_ended(proxy_catalog, proxy_server, proxy, monkeypatch):
-    episode = Episode(proxy_catalog, "a desk lamp", problem_id="p-7")
+def test_no_inference_after_the_episode_has_ended(agent_catalog, proxy_server, proxy, monkeypatch):
+    episode = Episode(agent_catalog, "a desk lamp", problem_id="p-7")
     with sdk_session(proxy_server, episode, proxy, monkeypatch):
         miner_sdk.call_tool("terminate", status="failure")
         with pytest.raises(miner_sdk.ToolServerError) as ended:
@@ -368,7 +347,7 @@ def test_a_bad_proxy_configuration_is_refused_clearly():
 
 
 # -- an OpenAI-compatible upstream --------------------------------------------------------------------
-def test_an_http_upstream_is_forwarded_to_with_its_model_and_capped_tokens(proxy_catalog, monkeypatch):
+def test_an_http_upstream_is_forwarded_to_with_its_model_and_capped_tokens(agent_catalog, monkeypatch):
     search = tool_call("u1", "find_product", {"q": "desk lamp"})
     replies = [
         Reply(
@@ -391,7 +370,7 @@ def test_an_http_upstream_is_forwarded_to_with_its_model_and_capped_tokens(proxy
     with ScriptedChatServer(replies) as upstream_server:
         upstream = HttpUpstream(upstream_server.base_url, "Qwen/Qwen3-4B", max_retries=0)
         proxy = InferenceProxy({"qwen": upstream}, limits=ProxyLimits(max_completion_tokens=256))
-        episode = Episode(proxy_catalog, "a desk lamp", problem_id="p-8")
+        episode = Episode(agent_catalog, "a desk lamp", problem_id="p-8")
         with (
             ToolServer(routers=[proxy.router]) as server,
             sdk_session(server, episode, proxy, monkeypatch) as session,
@@ -429,10 +408,10 @@ def test_an_http_upstream_is_forwarded_to_with_its_model_and_capped_tokens(proxy
 
 # -- the record ---------------------------------------------------------------------------------------
 def test_the_log_is_written_into_the_record_and_records_without_one_keep_their_bytes(
-    proxy_catalog, proxy_problems, proxy_server, proxy, monkeypatch, tmp_path
+    agent_catalog, agent_problems, proxy_server, proxy, monkeypatch, tmp_path
 ):
-    problem = proxy_problems[0]
-    episode = Episode.for_problem(problem, proxy_catalog, profile="oro7")
+    problem = agent_problems[0]
+    episode = Episode.for_problem(problem, agent_catalog, profile="oro7")
     with sdk_session(proxy_server, episode, proxy, monkeypatch) as session:
         follow_model(problem.query)
         log = proxy.log_of(session)
@@ -485,13 +464,13 @@ def test_the_log_is_written_into_the_record_and_records_without_one_keep_their_b
     assert line in exported and orjson.dumps(other.model_dump(mode="json")) in exported
 
 
-def test_logged_texts_are_capped_per_text_and_per_episode(proxy_catalog, monkeypatch):
+def test_logged_texts_are_capped_per_text_and_per_episode(agent_catalog, monkeypatch):
     long = "word " * 120  # 600 characters of reasoning per response
     replies = [Reply(completion("ok", reasoning_content=long)) for _ in range(4)]
     with ScriptedChatServer(replies) as upstream_server:
         limits = ProxyLimits(max_text_chars=400, max_log_chars=1024, preview_chars=50)
         proxy = InferenceProxy({"m": HttpUpstream(upstream_server.base_url, max_retries=0)}, limits=limits)
-        episode = Episode(proxy_catalog, "a desk lamp", problem_id="p-9")
+        episode = Episode(agent_catalog, "a desk lamp", problem_id="p-9")
         with (
             ToolServer(routers=[proxy.router]) as server,
             sdk_session(server, episode, proxy, monkeypatch) as session,
@@ -506,14 +485,14 @@ def test_logged_texts_are_capped_per_text_and_per_episode(proxy_catalog, monkeyp
     assert [e.content for e in log.entries] == ["ok", "ok", "ok", "ok"]
 
 
-def test_an_eval_run_of_a_miner_file_records_its_calls_as_llm(proxy_catalog_dir, proxy_problems, tmp_path):
+def test_an_eval_run_of_a_miner_file_records_its_calls_as_llm(agent_catalog_dir, agent_problems, tmp_path):
     """Through the runner (a worker process, the file agent's own server and proxy, sandboxed
     in effect): the records carry the verified origins and the proxy's log, and the offline judge
     grades the reasoning the proxy really served."""
     result = run_eval(
         EvalConfig(
-            catalog=proxy_catalog_dir,
-            problems=list(proxy_problems),
+            catalog=agent_catalog_dir,
+            problems=list(agent_problems),
             agent=f"file:{MINERS / 'chat_miner.py'}",
             out=tmp_path / "run",
             timeout=60,
@@ -524,7 +503,7 @@ def test_an_eval_run_of_a_miner_file_records_its_calls_as_llm(proxy_catalog_dir,
         judge=OfflineJudge(),
     )
     records = read_trajectories(tmp_path / "run" / TRAJECTORIES_FILE).records
-    assert len(records) == len(proxy_problems) and result.metrics
+    assert len(records) == len(agent_problems) and result.metrics
     for record in records:
         assert record.outcome.error is None and record.outcome.terminated == "success"
         assert record.calls and {call.origin for call in record.calls} == {"llm"}
