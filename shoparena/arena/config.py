@@ -20,6 +20,7 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shoparena.arena.competition.models import CompetitionConfig
 from shoparena.arena.errors import ArenaConfigError
 from shoparena.arena.ledger import CooldownPolicy
 from shoparena.arena.models import EvaluationSettings, JobPolicy
@@ -57,6 +58,8 @@ class ArenaConfig(BaseModel):
     """Leases, heartbeats and how many validators evaluate each submission."""
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     """How validators run and score every problem (production-strict)."""
+    competition: CompetitionConfig = Field(default_factory=CompetitionConfig)
+    """Pools, qualifying, races, promotion, embargo, weights and consensus (SPEC §6)."""
     max_code_bytes: int = Field(default=MIB, ge=1)
     max_body_bytes: int = Field(default=2 * MIB, ge=1)
     """Transport cap of a submit request: the code plus its JSON escaping (≈ 1.1× for ordinary code)."""
