@@ -8,7 +8,7 @@ written once and served as is. Times are timezone-aware UTC; scores are in [0, 1
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -53,6 +53,9 @@ class CompetitionConfig(BaseModel):
     time_zone: str = "America/Los_Angeles"
     """The embargo's clock: code is released at the next weekday `release_hour`:00 there."""
     release_hour: int = Field(default=12, ge=0, le=23)
+    qualifying_problems: int | None = Field(default=None, ge=1)
+    """Problems of the open partition a qualifying run evaluates, drawn per submission from its id
+    (None: the whole open partition)."""
     never_touch_suites: list[str] = Field(default_factory=lambda: ["v1", "v2", "v3"])
     """Formal suites: never raced, never in a corpus' train or eval."""
 
@@ -189,3 +192,49 @@ class LeaderboardEntry(BaseModel):
     incumbent: bool
     races: int = Field(ge=0)
     weight: float = Field(ge=0, le=1)
+
+
+class BucketScore(BaseModel):
+    bucket: str
+    problems: int = Field(ge=0)
+    success_rate: float = Field(ge=0, le=1)
+
+
+class AgentDetail(BaseModel):
+    """`GET /v1/agents/{submission_id}`: one submission's standing in the competition."""
+
+    submission_id: str
+    hotkey: str
+    uid: int | None
+    name: str
+    status: str
+    """The submission's ledger status (queued, running, scored, failed, rejected)."""
+    qualified: bool | None
+    """None until its qualifying run is scored."""
+    qualifying_score: float | None
+    race_scores: list[RaceResult] = Field(default_factory=list)
+    by_bucket: list[BucketScore] = Field(default_factory=list)
+    by_axis: dict[str, float] = Field(default_factory=dict)
+    """Mean per-axis rule score (the scorer's axes) over its evaluated problems."""
+    judge_quality: dict[str, int] = Field(default_factory=dict)
+    """How many of its episodes the judge put at each quality level ("0.1" … "0.9")."""
+    incumbent: bool = False
+    code_release_at: datetime | None = None
+    """When its code becomes public: set once it has been crowned; None = never released."""
+
+
+class CompetitionReader(Protocol):
+    """What the public API and the leaderboard page read (the race engine implements it over the
+    arena's database; the season simulator reads it too)."""
+
+    def leaderboard(self) -> list[LeaderboardEntry]: ...
+
+    def races(self, limit: int = 50) -> list[Race]: ...
+
+    def race(self, race_id: str) -> Race | None: ...
+
+    def agent(self, submission_id: str) -> AgentDetail | None: ...
+
+    def weights(self) -> WeightVector | None:
+        """The latest consensus weights (None before the first complete race)."""
+        ...
