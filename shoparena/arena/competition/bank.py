@@ -43,6 +43,8 @@ from shoparena.problems.suite import SuiteError
 BANK_FILE = "race_bank.jsonl"
 LOCK_FILE = "race_bank.lock"
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+READ_CACHE_SIZE = 8
+_READ_CACHE: dict[Path, tuple[tuple[int, int, int, int], RaceBank]] = {}
 
 
 class PoolError(ArenaError):
@@ -129,17 +131,35 @@ def bank_path(arena_dir: Path) -> Path:
 
 
 def read_bank(arena_dir: Path) -> RaceBank:
-    """Read `ARENA/race_bank.jsonl` (an absent file is an empty bank).
+    """Read `ARENA/race_bank.jsonl` (an absent file is an empty bank); treat the result as read-only.
 
     The bank is the arena's own output, so a bad line is not skipped: it is a `BankError` naming the
-    line and the reason (a skipped line would change every later rotation)."""
-    path = bank_path(arena_dir)
+    line and the reason (a skipped line would change every later rotation). Validating every problem
+    costs ~0.25 ms each, and the race engine asks for the bank at every rotation lookup, so the last
+    read of each file is reused while the file's identity, size and modification time are unchanged."""
+    path = bank_path(arena_dir).absolute()
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            stat = os.fstat(handle.fileno())
+            key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            cached = _READ_CACHE.get(path)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            data = handle.read()
     except FileNotFoundError:
-        data = b""
+        return _parse_bank(path, b"")
     except OSError as exc:
         raise BankError(f"{path}: cannot read the race bank: {exc.strerror or exc}") from None
+    bank = _parse_bank(path, data)
+    if len(data) == key[2]:
+        _READ_CACHE.pop(path, None)
+        _READ_CACHE[path] = (key, bank)
+        while len(_READ_CACHE) > READ_CACHE_SIZE:
+            _READ_CACHE.pop(next(iter(_READ_CACHE)))
+    return bank
+
+
+def _parse_bank(path: Path, data: bytes) -> RaceBank:
     if data and not data.endswith(b"\n"):
         last_line = data.count(b"\n") + 1
         raise BankError(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -228,9 +229,11 @@ def _freeze(path: Path, manifest: RotationManifest) -> bool:
     """Write `manifest` to `path` unless a manifest is there already (first writer wins, atomically: a
     reader never sees a partial file). True when this call wrote it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     body = orjson.dumps(manifest.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2) + b"\n"
-    with tmp.open("wb") as handle:
+    with tempfile.NamedTemporaryFile(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    ) as handle:
+        tmp = Path(handle.name)
         handle.write(body)
         handle.flush()
         os.fsync(handle.fileno())

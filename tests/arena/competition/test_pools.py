@@ -29,6 +29,7 @@ from shoparena.arena.config import read_config
 from shoparena.problems.canonical import reward_fingerprint, with_leak_clusters
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import read_problems, write_problems
+from tests.arena.conftest import parallel
 
 CREATED = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 CADENCE_S = 3600
@@ -110,6 +111,18 @@ def test_guard_drops_by_suite_name_and_by_near_duplicate_query(small_catalog):
     assert {p.problem_id for p in dropped} == {renamed.problem_id, copied.problem_id}
 
 
+def test_guard_keeps_the_real_v3_suite_out_however_reworded(upstream_dir, small_catalog):
+    v3 = with_leak_clusters(read_problems(upstream_dir / "oro_problem_suite_v3.json").problems)
+    reworded = [
+        p.model_copy(update={"query": f"Could you look for this: item number {i}", "problem_id": f"copy-{i}"})
+        for i, p in enumerate(v3[:5])
+    ]
+    fresh = ProblemGenerator(small_catalog, seed=51).generate(6, buckets=("product", "shop"))
+    kept, dropped = split_never_touch([*reworded, *fresh], v3, ["v1", "v2", "v3"])
+    assert {p.problem_id for p in dropped} == {p.problem_id for p in reworded}  # same reward, same cluster
+    assert [p.problem_id for p in kept] == [p.problem_id for p in fresh]
+
+
 def test_add_again_with_the_same_seed_adds_nothing(arena_dir):
     first = add_to_bank(arena_dir, 9, 5)
     again = add_to_bank(arena_dir, 9, 5)
@@ -120,6 +133,13 @@ def test_add_again_with_the_same_seed_adds_nothing(arena_dir):
     bank = read_bank(arena_dir)
     assert bank.size == first.added + more.added == len(set(bank.cluster_of))
     assert bank.as_of(first.bank_sha256).size == first.added  # the old bank is a prefix
+
+
+def test_concurrent_adds_append_whole_batches(arena_dir):
+    reports = parallel(3, lambda i: add_to_bank(arena_dir, 6, 60 + i))
+    bank = read_bank(arena_dir)
+    assert bank.size == sum(r.added for r in reports) == max(r.bank_size for r in reports)
+    assert len(set(bank.cluster_of)) == bank.size
 
 
 def test_a_bad_bank_line_is_an_error_naming_the_line(bank_arena):
@@ -166,6 +186,14 @@ def test_rotation_is_frozen_and_recomputes_identically(bank_arena, tmp_path):
     following = rotation_at(bank_arena, config, CREATED + timedelta(seconds=CADENCE_S))
     assert following.period == 1 and manifest_path(bank_arena, 1).exists()
     assert following.heldout_clusters != manifest.heldout_clusters  # a new period re-partitions
+
+
+def test_the_first_writer_of_a_period_wins(bank_arena):
+    config = read_config(bank_arena)
+    at = CREATED + timedelta(hours=5, minutes=1)
+    manifests = parallel(8, lambda i: rotation_at(bank_arena, config, at))
+    assert all(m == manifests[0] for m in manifests) and manifests[0].period == 5
+    assert [p.name for p in (bank_arena / "rotations").iterdir()] == ["period-0005.json"]
 
 
 def test_problems_added_mid_period_wait_for_the_next(bank_arena):
