@@ -271,11 +271,20 @@ def _freeze(path: Path, manifest: RotationManifest) -> bool:
         handle.write(body)
         handle.flush()
         os.fsync(handle.fileno())
+    tmp.chmod(0o644)  # a public record (the temp file was private)
     try:
         os.link(tmp, path)
         return True
     except FileExistsError:
         return False
+    except OSError:  # a file system without hard links: exclusive create (first writer still wins)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as out:
+            out.write(body)
+        return True
     finally:
         tmp.unlink(missing_ok=True)
 
