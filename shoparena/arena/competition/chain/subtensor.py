@@ -11,7 +11,7 @@ so the same code runs against the real network and against a recording fake in t
   hyperparameter is off; with commit-reveal when it is on — `commit_weights` (the SDK hashes the
   u16 values with a random salt) now, `reveal_weights` with the same values and salt once the chain
   accepts the reveal (`reveal_pending`, tried again before every later push). With
-  `commit_reveal="sdk"` the commit-reveal is left to the SDK's own `set_weights` (SDK ≥ 9 commits
+  `commit_reveal="sdk"` the commit-reveal is left to the SDK's own `set_weights` (SDK 10 commits
   drand-timelocked weights itself). Every action is appended to `ARENA/chain/weights.jsonl`; the
   salt of a commit lives there until its reveal.
 """
