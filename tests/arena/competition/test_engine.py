@@ -204,3 +204,24 @@ def test_the_competition_tables_are_append_only(racing):
                 with pytest.raises(DBAPIError, match="append-only"):
                     connection.execute(text(statement))
                 connection.rollback()
+
+
+def test_the_richness_term_pays_for_llm_emitted_calls(racing):
+    a, b, _ = racing.miners
+    qualify(racing, a, b)
+    racing.arena.config.competition.richness_share = 0.5
+    engine = engine_for(racing, chain=RecordingChain())
+
+    def outcome(offer, validator, record):
+        if offer.miner_hotkey != b.hotkey:
+            return record  # the file agent's own calls: origin `code`
+        calls = [call.model_copy(update={"origin": "llm"}) for call in record.calls]
+        return record.model_copy(update={"calls": calls})
+
+    race = run_race(racing, engine, outcome)
+    scores = {r.hotkey: r for r in race.results}
+    assert scores[a.hotkey].richness == 0.0 and scores[b.hotkey].richness == 1.0
+    strict = rules.final_score(scores[a.hotkey].success_rate, scores[a.hotkey].judge_coefficient)
+    assert scores[a.hotkey].score == pytest.approx(0.5 * strict)
+    assert scores[b.hotkey].score == pytest.approx(0.5 * strict + 0.5)
+    assert race.winner == b.hotkey
