@@ -123,7 +123,7 @@ class RaceEngine:
         if self._chain is None:
             from shoparena.arena.competition.chain import LocalChain
 
-            self._chain = LocalChain(self.arena.dir)
+            self._chain = LocalChain(self.arena.dir, self.arena.metagraph)
         return self._chain
 
     # -- reading -----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from shoparena.arena.competition.chain import LocalChain
 from shoparena.arena.competition.rules import seed_commitment
 from shoparena.cli import app
 from tests.arena.competition.race_helpers import by_miner
@@ -58,6 +59,10 @@ def test_a_race_by_hand_and_its_draw_recomputed(racing):
 
     weights = as_json(invoke("arena", "weights", "--dir", arena_dir, "--json"))
     assert weights["race_id"] == closed["race_id"] and sum(weights["weights"]) == pytest.approx(1.0)
+    chain = LocalChain(arena_dir)
+    assert [entry.uids for entry in chain.history()] == [weights["uids"]]  # pushed at close
+    pushed = as_json(invoke("arena", "weights", "--dir", arena_dir, "--json", "--push"))
+    assert pushed["pushed"] is True and len(chain.history()) == 2
     assert as_json(invoke("arena", "race", "tick", "--dir", arena_dir, "--json")) == {"done": []}
     listed = as_json(invoke("arena", "race", "status", "--dir", arena_dir, "--json"))
     assert [race["race_id"] for race in listed] == [closed["race_id"]]
