@@ -11,8 +11,9 @@ store, admission, code storage — runs in the thread pool, off the event loop.
     GET  /v1/whoami                       the caller's registration (any role)
     GET  /v1/health                       unsigned liveness
 
-    The competition's public, unsigned reads (`competition.public_api`) and the leaderboard page at `/`
-    (`competition.web`) are mounted beside these when the app is given a `CompetitionReader`.
+    The competition's public, unsigned reads (`competition.public_api`: /v1/leaderboard, /v1/races,
+    /v1/agents, /v1/weights, /v1/trajectories) and the leaderboard page at `/` (`competition.web`) are
+    mounted beside these, reading a `CompetitionReader` (`CompetitionView` unless one is given).
 
     GET  /v1/validator/arena              catalogue fingerprint, bank, settings (validators)
     POST /v1/validator/claim              {} → 200 a job under a new lease | 204 no work
@@ -257,7 +258,7 @@ def create_app(
 ) -> FastAPI:
     """The API over an opened arena. `check` is admission (`check_submission` of `arena.admission`);
     `clock` is Unix seconds (tests move it); `competition` is what the public read API and the
-    leaderboard page read (neither is mounted without it)."""
+    leaderboard page read (default: `CompetitionView` over this arena, on the server's clock)."""
     app = FastAPI(
         title="shoparena arena", version=__version__, docs_url=None, redoc_url=None, openapi_url=None
     )
@@ -426,8 +427,12 @@ def create_app(
     async def submission_route(request: Request, submission_id: str) -> Response:
         return await gate.handle(request, MINER, SMALL_BODY, one_submission(submission_id))
 
-    if competition is not None:
-        mount_public(app, competition, arena, clock)
+    if competition is None:
+        from shoparena.arena.competition.engine import RaceEngine
+        from shoparena.arena.competition.view import CompetitionView
+
+        competition = CompetitionView(arena, RaceEngine(arena, clock=clock, board=board))
+    mount_public(app, competition, arena, clock)
     return app
 
 

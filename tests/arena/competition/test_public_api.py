@@ -151,6 +151,10 @@ def test_the_signed_endpoints_stay_signed(public, miner):
     assert public.http.get("/v1/health").json()["status"] == "ok"
 
 
-def test_without_a_reader_nothing_public_is_mounted(server):
-    assert server.http.get("/v1/leaderboard").status_code == 404
-    assert server.http.get("/").status_code == 404
+def test_by_default_the_server_reads_the_arenas_own_competition(server):
+    """`create_app(arena)` mounts the public reads over `CompetitionView`: a fresh arena has nothing."""
+    assert server.http.get("/v1/leaderboard").json() == []
+    assert server.http.get("/v1/races").json() == []
+    assert server.http.get("/v1/weights").status_code == 404
+    assert server.http.get(f"/v1/agents/{'0' * 32}").status_code == 404
+    assert "No agent holds the crown yet" in server.http.get("/").text
