@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pydantic import ValidationError
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, func, insert, or_, select
 
 from shoparena.arena.arena import Arena
 from shoparena.arena.canonical import outcome_problems, problem_outcome, record_problems
@@ -43,7 +43,15 @@ from shoparena.arena.models import (
     ResultPost,
     SubmissionEvent,
 )
-from shoparena.arena.schema import Job, JobLease, LeaseEvent, Submission, SubmissionResult
+from shoparena.arena.schema import (
+    Job,
+    JobLease,
+    LeaseEvent,
+    RaceEvent,
+    RaceOutcome,
+    Submission,
+    SubmissionResult,
+)
 from shoparena.arena.schema import SubmissionEvent as EventRow
 from shoparena.problems.canonical import canonical_json
 from shoparena.problems.io import parse_problems
@@ -57,6 +65,11 @@ LEASE_EVENTS = LeaseEvent.__table__
 SUBMISSIONS = Submission.__table__
 EVENTS = EventRow.__table__
 RESULTS = SubmissionResult.__table__
+RACE_EVENTS = RaceEvent.__table__
+RACE_OUTCOMES = RaceOutcome.__table__
+RACE_BANK_FILE = "race_bank.jsonl"
+"""The competition's race bank in the arena directory; while it exists new submissions get qualifying
+jobs on the open partition instead of the whole arena bank."""
 LEASE_ENDS = ("completed", "released", "lapsed")
 CANDIDATES_PER_CLAIM = 500
 """Submissions a claim looks at, oldest first (with one validator per submission the first fits)."""
@@ -94,6 +107,29 @@ class Bank:
     stamp: tuple[int, int]
 
 
+@dataclass(frozen=True)
+class JobSpec:
+    """What one job evaluates: its kind, its problems (with rewards) and how records name its suite."""
+
+    job_id: str
+    kind: str
+    """bank, qualifying or race."""
+    problems: list[Problem]
+    problems_sha256: str
+    suite: str | None
+    suite_version: str | None
+    race_id: str | None = None
+
+    @property
+    def problem_ids(self) -> list[str] | None:
+        return None if self.kind == "bank" else [problem.problem_id or "" for problem in self.problems]
+
+
+def problems_sha256(problems: Iterable[Problem]) -> str:
+    """The hash of an explicit problem list (rewards included): what a qualifying or race job pins."""
+    return hashlib.sha256(canonical_json([problem.to_record() for problem in problems])).hexdigest()
+
+
 def _common(values: Iterable[str | None]) -> str | None:
     found = set(values)
     return found.pop() if len(found) == 1 else None
@@ -116,6 +152,8 @@ class JobBoard:
         self.clock = clock
         self._cache_lock = threading.Lock()
         self._bank: Bank | None = None
+        self._race_bank = None
+        self._race_bank_stamp: tuple[int, int] | None = None
         self._fingerprint: str | None = None
 
     def now(self) -> datetime:
@@ -205,6 +243,159 @@ class JobBoard:
         }
         return hashlib.sha256(canonical_json(what)).hexdigest()[:32]
 
+    # -- the competition's job kinds -----------------------------------------------------------------
+
+    def competition_on(self) -> bool:
+        """The arena runs the competition once it has a race bank (`arena bank add`)."""
+        return (Path(self.arena.dir) / RACE_BANK_FILE).exists()
+
+    def race_bank(self):
+        """The race bank (`competition.bank.RaceBank`), re-read when its file changes."""
+        from shoparena.arena.competition.bank import read_bank
+
+        path = Path(self.arena.dir) / RACE_BANK_FILE
+        try:
+            stat = path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            stamp = None
+        with self._cache_lock:
+            if self._race_bank is not None and stamp is not None and self._race_bank_stamp == stamp:
+                return self._race_bank
+        bank = read_bank(Path(self.arena.dir))
+        with self._cache_lock:
+            self._race_bank, self._race_bank_stamp = bank, stamp
+        return bank
+
+    def spec(
+        self,
+        kind: str,
+        submission_id: str,
+        problem_ids: list[str],
+        fingerprint: str,
+        race_id: str | None = None,
+    ) -> JobSpec:
+        """A qualifying or race job on `problem_ids` of the race bank; its id hashes all of it."""
+        by_id = self.race_bank().by_id
+        missing = [problem_id for problem_id in problem_ids if problem_id not in by_id]
+        if missing:
+            raise JobRefused(
+                409,
+                "bank_changed",
+                f"{kind} job of submission {submission_id}: problem(s) {', '.join(missing[:5])} are not in "
+                "the race bank any more",
+            )
+        problems = [by_id[problem_id] for problem_id in problem_ids]
+        digest = problems_sha256(problems)
+        suite = self.settings.suite or _common(p.suite for p in problems) or "race_bank"
+        version = self.settings.suite_version or _common(p.suite_version for p in problems) or digest[:16]
+        what = {
+            "kind": kind,
+            "race_id": race_id,
+            "submission_id": submission_id,
+            "problems_sha256": digest,
+            "catalog": fingerprint,
+            "scoring_pipeline_version": SCORING_PIPELINE_VERSION,
+            "settings": self.settings.model_dump(mode="json"),
+            "suite": [suite, version],
+        }
+        return JobSpec(
+            job_id=hashlib.sha256(canonical_json(what)).hexdigest()[:32],
+            kind=kind,
+            problems=problems,
+            problems_sha256=digest,
+            suite=suite,
+            suite_version=version,
+            race_id=race_id,
+        )
+
+    def qualifying_spec(self, submission_id: str, submitted_at: datetime, fingerprint: str) -> JobSpec:
+        """A new submission's qualifying job: problems of the open partition of the rotation in force
+        when it was submitted (drawn from its id, so every validator and every retry gets the same)."""
+        from shoparena.arena.competition.pools import qualifying_problems, rotation_at
+
+        manifest = rotation_at(Path(self.arena.dir), self.config, submitted_at)
+        problem_ids = qualifying_problems(
+            manifest, self.race_bank(), submission_id, self.config.competition.qualifying_problems
+        )
+        if not problem_ids:
+            raise JobRefused(
+                503,
+                "no_open_problems",
+                f"rotation period {manifest.period} has no open problems to qualify on; grow the race bank "
+                "(`shoparena arena bank add`)",
+            )
+        return self.spec("qualifying", submission_id, problem_ids, fingerprint)
+
+    def bank_spec(self, submission_id: str, bank: Bank, fingerprint: str) -> JobSpec:
+        return JobSpec(
+            job_id=self.job_id(submission_id, bank, fingerprint),
+            kind="bank",
+            problems=bank.problems,
+            problems_sha256=bank.sha256,
+            suite=bank.suite,
+            suite_version=bank.suite_version,
+        )
+
+    def job_problems(self, job) -> JobSpec:
+        """A stored job's problems, checked to be the ones it was made on."""
+        if job.kind in (None, "bank"):
+            bank = self.bank()
+            if job.problems_sha256 != bank.sha256:
+                raise JobRefused(409, "bank_changed", f"job {job.job_id} was made on another problem bank")
+            return JobSpec(job.job_id, "bank", bank.problems, bank.sha256, job.suite, job.suite_version)
+        by_id = self.race_bank().by_id
+        problems = [by_id.get(problem_id) for problem_id in job.problem_ids or []]
+        if any(problem is None for problem in problems) or problems_sha256(problems) != job.problems_sha256:
+            raise JobRefused(409, "bank_changed", f"job {job.job_id}'s problems changed in the race bank")
+        return JobSpec(
+            job.job_id, job.kind, problems, job.problems_sha256, job.suite, job.suite_version, job.race_id
+        )
+
+    def insert_job(self, connection: Connection, spec: JobSpec, submission_id: str, fingerprint: str, now):
+        """Write a job's row unless it exists (the first claim of a job, or the race engine at start)."""
+        known = connection.execute(select(JOBS.c.id).where(JOBS.c.job_id == spec.job_id)).first()
+        if known is not None:
+            return
+        connection.execute(
+            insert(JOBS).values(
+                job_id=spec.job_id,
+                submission_id=submission_id,
+                problems_sha256=spec.problems_sha256,
+                catalog_fingerprint=fingerprint,
+                suite=spec.suite,
+                suite_version=spec.suite_version,
+                scoring_pipeline_version=SCORING_PIPELINE_VERSION,
+                settings=self.settings.model_dump(mode="json"),
+                created_at=now,
+                kind=None if spec.kind == "bank" else spec.kind,
+                race_id=spec.race_id,
+                problem_ids=spec.problem_ids,
+            )
+        )
+
+    @staticmethod
+    def _job_kind(connection: Connection, job_id: str) -> str | None:
+        return connection.execute(select(JOBS.c.kind).where(JOBS.c.job_id == job_id)).scalar_one_or_none()
+
+    def _open_race_jobs(self, connection: Connection):
+        """Race jobs of races that are running and not closed, oldest race and racer first."""
+        running = select(RACE_EVENTS.c.race_id).where(RACE_EVENTS.c.state == "RACE_RUNNING")
+        closed = select(RACE_OUTCOMES.c.race_id)
+        query = (
+            select(
+                JOBS,
+                SUBMISSIONS.c.miner_hotkey,
+                SUBMISSIONS.c.name,
+                SUBMISSIONS.c.code_sha256,
+                SUBMISSIONS.c.code_size,
+            )
+            .join(SUBMISSIONS, SUBMISSIONS.c.submission_id == JOBS.c.submission_id)
+            .where(JOBS.c.kind == "race", JOBS.c.race_id.in_(running), JOBS.c.race_id.not_in(closed))
+            .order_by(JOBS.c.id)
+        )
+        return connection.execute(query).all()
+
     # -- leases ------------------------------------------------------------------------------------
 
     @staticmethod
@@ -267,6 +458,8 @@ class JobBoard:
         self._event(connection, lease, kind, now, detail=detail)
         if kind == "completed" or self.ledger.status_within(connection, lease.submission_id) != "running":
             return
+        if self._job_kind(connection, lease.job_id) == "race":
+            return  # a race job is claimable again at once; the submission's own status is not the race's
         others = self._leases(connection, LEASES.c.job_id == lease.job_id)
         if any(other.live(now) for other in others if other.lease_id != lease.lease_id):
             return
@@ -305,6 +498,8 @@ class JobBoard:
         latest = latest_events()
         results = (
             select(RESULTS.c.submission_id, func.count().label("n"))
+            .join(JOBS, JOBS.c.job_id == RESULTS.c.job_id)
+            .where(or_(JOBS.c.kind.is_(None), JOBS.c.kind != "race"))
             .group_by(RESULTS.c.submission_id)
             .subquery()
         )
@@ -315,6 +510,7 @@ class JobBoard:
                 SUBMISSIONS.c.name,
                 SUBMISSIONS.c.code_sha256,
                 SUBMISSIONS.c.code_size,
+                SUBMISSIONS.c.created_at,
             )
             .join(latest, latest.c.submission_id == SUBMISSIONS.c.submission_id)
             .join(EVENTS, EVENTS.c.id == latest.c.event_id)
@@ -329,8 +525,13 @@ class JobBoard:
         )
         return connection.execute(query).all()
 
-    def _has_room(self, connection: Connection, job_id: str, hotkey: str, now: datetime) -> bool:
-        """Fewer results and live leases than the arena wants, and none of them this validator's."""
+    def _has_room(
+        self, connection: Connection, job_id: str, hotkey: str, now: datetime, cap: int | None = -1
+    ) -> bool:
+        """Fewer results and live leases than the arena wants (`cap`, default `validators_per_submission`;
+        None: every validator), and none of them this validator's."""
+        if cap == -1:
+            cap = self.policy.validators_per_submission
         posted = set(
             connection.execute(select(RESULTS.c.validator_hotkey).where(RESULTS.c.job_id == job_id)).scalars()
         )
@@ -339,10 +540,25 @@ class JobBoard:
             for lease in self._leases(connection, LEASES.c.job_id == job_id)
             if lease.live(now)
         }
-        return (
-            hotkey not in posted | holders
-            and len(posted) + len(holders) < self.policy.validators_per_submission
-        )
+        return hotkey not in posted | holders and (cap is None or len(posted) + len(holders) < cap)
+
+    def _pick(self, connection: Connection, hotkey: str, now: datetime, bank: Bank, fingerprint: str):
+        """(submission row, JobSpec) of the job this validator should take next, or None.
+
+        Running races come first (they have a deadline, and every validator evaluates every racer);
+        then the oldest admitted submission that still needs its qualifying (or whole-bank) run."""
+        for job in self._open_race_jobs(connection):
+            if self._has_room(connection, job.job_id, hotkey, now, cap=None):
+                return job, self.job_problems(job)
+        competition = self.competition_on()
+        for candidate in self._candidates(connection):
+            if competition:
+                spec = self.qualifying_spec(candidate.submission_id, candidate.created_at, fingerprint)
+            else:
+                spec = self.bank_spec(candidate.submission_id, bank, fingerprint)
+            if self._has_room(connection, spec.job_id, hotkey, now):
+                return candidate, spec
+        return None
 
     def claim(self, hotkey: str) -> JobOffer | None:
         """The oldest job this validator may take, under a new lease; None when there is no work."""
@@ -353,30 +569,12 @@ class JobBoard:
         with writing(self.engine) as connection:
             self._lock(connection)
             self._sweep(connection, now)
-            chosen = None
-            for candidate in self._candidates(connection):
-                job_id = self.job_id(candidate.submission_id, bank, fingerprint)
-                if self._has_room(connection, job_id, hotkey, now):
-                    chosen = candidate, job_id
-                    break
+            chosen = self._pick(connection, hotkey, now, bank, fingerprint)
             if chosen is None:
                 return None
-            submission, job_id = chosen
-            known = connection.execute(select(JOBS.c.id).where(JOBS.c.job_id == job_id)).first()
-            if known is None:
-                connection.execute(
-                    insert(JOBS).values(
-                        job_id=job_id,
-                        submission_id=submission.submission_id,
-                        problems_sha256=bank.sha256,
-                        catalog_fingerprint=fingerprint,
-                        suite=bank.suite,
-                        suite_version=bank.suite_version,
-                        scoring_pipeline_version=SCORING_PIPELINE_VERSION,
-                        settings=self.settings.model_dump(mode="json"),
-                        created_at=now,
-                    )
-                )
+            submission, spec = chosen
+            job_id = spec.job_id
+            self.insert_job(connection, spec, submission.submission_id, fingerprint, now)
             connection.execute(
                 insert(LEASES).values(
                     lease_id=lease_id,
@@ -387,7 +585,10 @@ class JobBoard:
                     expires_at=expires,
                 )
             )
-            if self.ledger.status_within(connection, submission.submission_id) == "queued":
+            if (
+                spec.kind != "race"
+                and self.ledger.status_within(connection, submission.submission_id) == "queued"
+            ):
                 running = SubmissionEvent(
                     status="running",
                     actor=hotkey,
@@ -401,8 +602,8 @@ class JobBoard:
             submission_id=submission.submission_id,
             miner_hotkey=submission.miner_hotkey,
             code_sha256=submission.code_sha256,
-            suite=bank.suite,
-            suite_version=bank.suite_version,
+            suite=spec.suite,
+            suite_version=spec.suite_version,
             scoring_pipeline_version=SCORING_PIPELINE_VERSION,
             lease_id=lease_id,
             lease_expires_at=expires,
@@ -412,9 +613,11 @@ class JobBoard:
             code_size=submission.code_size,
             catalog_fingerprint=fingerprint,
             catalog_dir=self.config.catalog,
-            problems_sha256=bank.sha256,
+            problems_sha256=spec.problems_sha256,
             evaluation=self.settings,
-            problems=[problem.to_record() for problem in bank.problems],
+            problems=[problem.to_record() for problem in spec.problems],
+            kind=spec.kind,
+            race_id=spec.race_id,
         )
 
     def heartbeat(self, hotkey: str, lease_id: str) -> LeaseView:
@@ -495,9 +698,7 @@ class JobBoard:
             raise JobRefused(
                 409, "wrong_job", f"lease {post.lease_id} is for job {lease.job_id}, not job {post.job_id}"
             )
-        bank = self.bank()
-        if job.problems_sha256 != bank.sha256:
-            raise JobRefused(409, "bank_changed", f"job {job.job_id} was made on another problem bank")
+        problems = self.job_problems(job).problems
         ref = JobRef(
             job_id=job.job_id,
             submission_id=submission.submission_id,
@@ -507,7 +708,7 @@ class JobBoard:
             suite_version=job.suite_version,
             scoring_pipeline_version=job.scoring_pipeline_version,
         )
-        found = record_problems(post.records, ref, bank.problems, hotkey)
+        found = record_problems(post.records, ref, problems, hotkey)
         found += outcome_problems(post.outcomes, post.records) if not found else []
         if found:
             more = f" (+{len(found) - SHOWN_PROBLEMS} more)" if len(found) > SHOWN_PROBLEMS else ""
@@ -516,7 +717,7 @@ class JobBoard:
                 "bad_result",
                 f"not job {job.job_id}'s result: " + "; ".join(found[:SHOWN_PROBLEMS]) + more,
             )
-        order = {problem.problem_id: position for position, problem in enumerate(bank.problems)}
+        order = {problem.problem_id: position for position, problem in enumerate(problems)}
         records = sorted(post.records, key=lambda record: order[record.problem.problem_id])
         result = ResultIn(
             submission_id=submission.submission_id,

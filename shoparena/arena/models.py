@@ -271,6 +271,10 @@ class JobOffer(JobRef):
     problems_sha256: str
     evaluation: EvaluationSettings
     problems: list[dict[str, Any]]
+    kind: Literal["bank", "qualifying", "race"] = "bank"
+    """`bank`: the arena's whole problem bank; `qualifying`: a new submission on problems of the open
+    partition; `race`: a racer on its race's drawn problems (every validator evaluates each)."""
+    race_id: str | None = None
 
 
 class LeaseRequest(BaseModel):

@@ -42,6 +42,12 @@ AUDIT = "audit"
 JOBS = "jobs"
 JOB_LEASES = "job_leases"
 LEASE_EVENTS = "lease_events"
+RACES = "races"
+RACE_EVENTS = "race_events"
+RACE_ENTRIES = "race_entries"
+RACE_OUTCOMES = "race_outcomes"
+WEIGHT_VECTORS = "weight_vectors"
+COMPETITION_TABLES = (RACES, RACE_EVENTS, RACE_ENTRIES, RACE_OUTCOMES, WEIGHT_VECTORS)
 APPEND_ONLY_TABLES = (
     SUBMISSIONS,
     SUBMISSION_EVENTS,
@@ -51,6 +57,7 @@ APPEND_ONLY_TABLES = (
     JOBS,
     JOB_LEASES,
     LEASE_EVENTS,
+    *COMPETITION_TABLES,
 )
 VERSION_TABLE = "arena_alembic_version"
 """Alembic's bookkeeping for these tables, apart from the trajectory store's `alembic_version`."""
@@ -240,8 +247,17 @@ class Job(Base):
     settings: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     """How every problem is run and scored (`EvaluationSettings`)."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    kind: Mapped[str | None] = mapped_column(String(16))
+    """None (the arena's whole problem bank, the first job layer's only kind), `qualifying` (a new
+    submission on problems of the open partition) or `race` (a racer on a race's drawn problems)."""
+    race_id: Mapped[str | None] = mapped_column(String(40))
+    problem_ids: Mapped[list[str] | None] = mapped_column(JSON)
+    """The job's problems of the race bank, in order (None: the arena's whole problem bank)."""
 
-    __table_args__ = (Index("ix_jobs_submission", "submission_id"),)
+    __table_args__ = (
+        Index("ix_jobs_submission", "submission_id"),
+        Index("ix_jobs_race", "race_id"),
+    )
 
 
 class JobLease(Base):
@@ -282,3 +298,105 @@ class LeaseEvent(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
 
     __table_args__ = (Index("ix_lease_events_lease", "lease_id", "kind"),)
+
+
+# -- the competition (SPEC §6): races and their state changes, racers, outcomes, weights ----------------
+
+
+class Race(Base):
+    """One race as opened (append-only): the seed stays here, unpublished, until the race closes; the
+    commitment is public from the start. Its state is its newest `race_events` row."""
+
+    __tablename__ = RACES
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    race_id: Mapped[str] = mapped_column(String(40), unique=True, nullable=False)
+    opened_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    starts_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    """When qualifying ends and the race starts (`tick` starts it then)."""
+    deadline_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    """When the race closes with whatever results came in."""
+    rotation_period: Mapped[int] = mapped_column(Integer, nullable=False)
+    rotation_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    rotation: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    """The frozen rotation manifest the problems were drawn from (what race-problems recomputes on)."""
+    seed: Mapped[str] = mapped_column(String(128), nullable=False)
+    """Secret until the race closes (never served before its outcome row exists)."""
+    seed_commitment: Mapped[str] = mapped_column(String(64), nullable=False)
+    problem_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False)
+    race_clusters: Mapped[list[str]] = mapped_column(JSON, nullable=False)
+    open_clusters: Mapped[list[str]] = mapped_column(JSON, nullable=False)
+    incumbent_before: Mapped[str | None] = mapped_column(String(HOTKEY_LENGTH))
+    bank_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+
+
+class RaceEvent(Base):
+    """A state change of a race (append-only): QUALIFYING_OPEN, RACE_RUNNING, RACE_COMPLETE, CANCELLED."""
+
+    __tablename__ = RACE_EVENTS
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    race_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey(f"{RACES}.race_id", name="fk_race_events_race"), nullable=False
+    )
+    state: Mapped[str] = mapped_column(String(20), nullable=False)
+    detail: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+    __table_args__ = (Index("ix_race_events_race", "race_id", "id"),)
+
+
+class RaceEntry(Base):
+    """A racer, fixed when the race starts (append-only): a hotkey's latest qualified submission and
+    the race job every validator evaluates it under."""
+
+    __tablename__ = RACE_ENTRIES
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    race_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey(f"{RACES}.race_id", name="fk_race_entries_race"), nullable=False
+    )
+    hotkey: Mapped[str] = mapped_column(String(HOTKEY_LENGTH), nullable=False)
+    submission_id: Mapped[str] = mapped_column(String(SUBMISSION_ID_LENGTH), nullable=False)
+    job_id: Mapped[str] = mapped_column(String(64), nullable=False)
+    qualifying_score: Mapped[float] = mapped_column(Float, nullable=False)
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+    __table_args__ = (UniqueConstraint("race_id", "hotkey", name="uq_race_entries_race_hotkey"),)
+
+
+class RaceOutcome(Base):
+    """How a race ended (append-only, one per race): the revealed seed, the ranked results, the crown
+    and the embargo, or why it was cancelled. `race` is the whole `competition.models.Race` as served."""
+
+    __tablename__ = RACE_OUTCOMES
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    race_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey(f"{RACES}.race_id", name="fk_race_outcomes_race"), unique=True, nullable=False
+    )
+    state: Mapped[str] = mapped_column(String(20), nullable=False)
+    winner: Mapped[str | None] = mapped_column(String(HOTKEY_LENGTH))
+    winner_submission_id: Mapped[str | None] = mapped_column(String(SUBMISSION_ID_LENGTH))
+    promoted: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    code_release_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    race: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+
+class WeightVectorRow(Base):
+    """Weights computed at a race's close (append-only): each validator's own vector and the consensus."""
+
+    __tablename__ = WEIGHT_VECTORS
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    race_id: Mapped[str | None] = mapped_column(String(40))
+    source: Mapped[str] = mapped_column(String(16), nullable=False)
+    """`validator` (one validator's vector) or `consensus` (what is set on the chain)."""
+    validator_hotkey: Mapped[str | None] = mapped_column(String(HOTKEY_LENGTH))
+    uids: Mapped[list[int]] = mapped_column(JSON, nullable=False)
+    weights: Mapped[list[float]] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+    __table_args__ = (Index("ix_weight_vectors_race", "race_id", "source"),)
