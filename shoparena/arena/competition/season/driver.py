@@ -8,8 +8,8 @@ A day (times from the day's start, the clock standing still in between):
 | at | what |
 |---|---|
 | 00:00 | the race engine opens the day's race (seed derived from the season seed; its commitment published) |
-| 00:10 + slot min | miners whose file is due submit through `POST /v1/miner/submit` (cooldowns apply) |
-| 01:00 | every validator claims and evaluates jobs until none is left (qualifying runs) |
+| 00:10 + 10 min × slot | miners whose file is due submit through `POST /v1/miner/submit` (cooldowns apply; a rejected miner tries again 5 min later) |
+| 03:00 | every validator claims and evaluates jobs until none is left (qualifying runs) |
 | 12:00 | the race starts: each hotkey's latest qualified submission gets a race job |
 | 12:05 | the validators evaluate the race jobs |
 | 20:00 | the race closes: scores combined, promotion, embargo, seed revealed, weights to the chain |
@@ -44,7 +44,7 @@ from shoparena.arena.validator import JobReport, Validator, ValidatorSettings
 
 DAY = timedelta(days=1)
 SUBMIT_AT = timedelta(minutes=10)
-QUALIFY_AT = timedelta(hours=1)
+QUALIFY_AT = timedelta(hours=3)
 RACE_AT = timedelta(hours=12)
 RACE_WORK_AT = timedelta(hours=12, minutes=5)
 CLOSE_AT = timedelta(hours=20)
@@ -86,6 +86,30 @@ def resolve_sandbox(choice: str) -> str:
     return "bwrap"
 
 
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def season_start(arena: Arena, engine) -> datetime:
+    """Day 1's start: the season epoch in a new arena; in one that has run before, the first day boundary
+    (the epoch's time of day) after its creation and after its last race's period."""
+    from shoparena.arena.errors import ArenaError
+
+    start = max(SEASON_EPOCH, _aware(arena.config.created_at))
+    current = engine.current()
+    if current is not None:
+        if current.state not in ("RACE_COMPLETE", "CANCELLED"):
+            raise ArenaError(
+                f"race {current.race_id} of {arena.dir} is {current.state}: close it first "
+                "(`shoparena arena race close`) or simulate in a new directory"
+            )
+        start = max(start, _aware(current.row.opened_at) + timedelta(seconds=arena.config.competition.race_cadence_s))
+    if start > SEASON_EPOCH:
+        days = -(-(start - SEASON_EPOCH) // DAY)
+        start = SEASON_EPOCH + days * DAY
+    return start
+
+
 class Season:
     """One season over `arena_dir` (made when missing). `run()` plays it and returns the season file."""
 
@@ -100,6 +124,7 @@ class Season:
         self.refusals: list[SeasonRefusal] = []
         self.days: list[DayProgress] = []
         self.sandbox = resolve_sandbox(settings.sandbox)
+        self.start = SEASON_EPOCH
 
     # -- timing --------------------------------------------------------------------------------------
 
@@ -121,6 +146,8 @@ class Season:
         specs = roster(settings.miners)
         favourite = next((m for m, s in zip(miners, specs, strict=True) if s.slot == FAVOURITE_SLOT), None)
         engine = RaceEngine(arena, clock=self.clock)
+        self.start = season_start(arena, engine)
+        self.clock.set(self.start)
         app = create_app(arena, clock=self.clock)
         self._timed("setup", started)
         with ExitStack() as stack:
@@ -159,7 +186,7 @@ class Season:
 
     def _day(self, day, arena: Arena, engine, specs, miners, clients, validators) -> None:
         started_day = time.perf_counter()
-        start = SEASON_EPOCH + (day - 1) * DAY
+        start = self.start + (day - 1) * DAY
         self.clock.set(start)
         race = engine.open_race(start, seed=race_seed(self.settings.seed, day))
 
@@ -168,10 +195,10 @@ class Season:
         for spec, miner, client in zip(specs, miners, clients, strict=True):
             due = [spec.file] if day == 1 else [r.file for r in spec.resubmissions if r.day == day]
             for file in due:
-                self.clock.set(start + SUBMIT_AT + timedelta(minutes=spec.slot))
+                self.clock.set(start + SUBMIT_AT + timedelta(minutes=10 * spec.slot))
                 self._submit(day, spec, miner, client, file)
                 if day == 1 and not spec.admitted:  # a rejected miner tries again at once: the cooldown
-                    self.clock.set(start + SUBMIT_AT + timedelta(minutes=spec.slot) + RETRY_AFTER)
+                    self.clock.set(start + SUBMIT_AT + timedelta(minutes=10 * spec.slot) + RETRY_AFTER)
                     self._submit(day, spec, miner, client, file)
         self._timed("submit", started)
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.arena import Arena, open_arena
 from shoparena.arena.competition.models import CompetitionConfig
+from shoparena.arena.competition.season.clock import SEASON_EPOCH
 from shoparena.arena.config import CONFIG_FILE
 from shoparena.arena.keys import KeyFile, keypair_from_seed, write_key_file
 from shoparena.arena.ledger import CooldownPolicy
@@ -139,6 +140,7 @@ def open_or_init(arena_dir: Path, settings: SeasonSettings) -> Arena:
             similarity="lexical", timeout_s=settings.problem_timeout_s, step_cap=settings.step_cap
         ),
         competition=settings.competition(),
+        created_at=SEASON_EPOCH,  # rotation periods count from here: the season's clock, not the machine's
     )
     add_race_bank(arena_dir, settings)
     return open_arena(arena_dir)
