@@ -1,0 +1,308 @@
+"""Problem pools (SPEC §6, issue 13): the race bank's rotation into open and held-out partitions, and
+the draws of race and qualifying problems from them.
+
+Rotation. Periods count from the arena's `created_at` in steps of `competition.rotation_cadence_s`.
+The first call for a period partitions the bank's leak clusters — never its problems, so a cluster is
+wholly open or wholly held out — and freezes the result as `ARENA/rotations/period-NNNN.json`, a
+`RotationManifest` whose `sha256` hashes its canonical JSON. The partition is a pure function of
+(bank sha256, period): clusters are ordered by SHA-256 of `"{bank_sha256}:{period}:{cluster}"` and the
+first `round(heldout_fraction × clusters)` (at least one, at most all but one) are held out. Anyone
+holding the bank can recompute it; problems added to the bank later in the period are not in that
+period's manifest (the next period takes them).
+
+Draws. Open problems are what qualifying runs see; held-out ones are raced. A race draws its problems
+from the held-out partition with the race's seed, revealed at close: the held-out ids ordered by
+SHA-256 of `"{seed}:{problem_id}"`, the first n. A qualifying run draws from the open partition the same
+way, keyed by the submission id (or takes the whole open partition).
+
+The bank itself (`race_bank.jsonl`, `add_to_bank`, `read_bank`) lives in `bank.py`; its names are
+re-exported here so callers import everything pool-related from one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from shoparena.arena.competition.bank import (
+    BANK_FILE,
+    BankAddReport,
+    BankError,
+    PoolError,
+    RaceBank,
+    add_to_bank,
+    bank_path,
+    read_bank,
+)
+from shoparena.arena.competition.models import RotationManifest
+from shoparena.arena.config import ArenaConfig
+from shoparena.problems.canonical import canonical_json
+
+ROTATIONS_DIR = "rotations"
+
+__all__ = [
+    "BANK_FILE",
+    "BankAddReport",
+    "BankError",
+    "PoolError",
+    "RaceBank",
+    "RaceDraw",
+    "RotationError",
+    "add_to_bank",
+    "bank_path",
+    "draw_race_problems",
+    "manifest_path",
+    "manifest_sha256",
+    "period_of",
+    "plan_rotation",
+    "qualifying_problems",
+    "read_bank",
+    "read_manifest",
+    "rotation_at",
+    "verify_manifest",
+]
+
+
+class RotationError(PoolError):
+    """A rotation that cannot be made, or a frozen manifest that fails its checks."""
+
+
+class RaceDraw(BaseModel):
+    """A race's problems, recomputable by anyone from the revealed seed."""
+
+    problem_ids: list[str]
+    """In draw order (SHA-256 of `"{seed}:{problem_id}"` ascending)."""
+    race_clusters: list[str]
+    """The leak clusters of those problems, sorted."""
+
+
+# -- periods -----------------------------------------------------------------------------------------------
+def period_of(config: ArenaConfig, at: datetime) -> tuple[int, datetime, datetime]:
+    """(period, starts_at, ends_at) of the rotation period holding `at` (timezone-aware)."""
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise RotationError(f"rotation time {at.isoformat()} has no time zone; pass an aware datetime (UTC)")
+    cadence = timedelta(seconds=config.competition.rotation_cadence_s)
+    if at < config.created_at:
+        raise RotationError(
+            f"{at.isoformat()} is before the arena was created ({config.created_at.isoformat()}): no rotation yet"
+        )
+    period = (at - config.created_at) // cadence
+    starts_at = config.created_at + period * cadence
+    return period, starts_at, starts_at + cadence
+
+
+def manifest_path(arena_dir: Path, period: int) -> Path:
+    return Path(arena_dir) / ROTATIONS_DIR / f"period-{period:04d}.json"
+
+
+# -- the partition -----------------------------------------------------------------------------------------
+def _key(*parts: object) -> str:
+    return hashlib.sha256(":".join(str(p) for p in parts).encode()).hexdigest()
+
+
+def heldout_count(clusters: int, fraction: float) -> int:
+    """round(fraction × clusters), at least 1 and at most clusters − 1 (both sides are never empty)."""
+    return min(clusters - 1, max(1, math.floor(fraction * clusters + 0.5)))
+
+
+def manifest_sha256(manifest: RotationManifest) -> str:
+    """SHA-256 of the manifest's canonical JSON (sorted keys, compact) with `sha256` left empty."""
+    body = manifest.model_dump(mode="json", by_alias=True)
+    body["sha256"] = ""
+    return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+def plan_rotation(
+    bank: RaceBank, period: int, starts_at: datetime, ends_at: datetime, heldout_fraction: float
+) -> RotationManifest:
+    """The partition of `bank` for `period` (pure: same bank bytes and period, same manifest)."""
+    clusters = bank.clusters()
+    if len(clusters) < 2:
+        what = "empty" if not clusters else f"one leak cluster ({next(iter(clusters))})"
+        raise RotationError(
+            f"{bank.path}: the race bank is {what}; a rotation needs at least two clusters (one open, one "
+            "held out): add problems with `shoparena arena bank add`"
+        )
+    order = sorted(clusters, key=lambda c: (_key(bank.sha256, period, c), c))
+    heldout = set(order[: heldout_count(len(order), heldout_fraction)])
+    open_ = sorted(set(clusters) - heldout)
+    manifest = RotationManifest(
+        period=period,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        bank_sha256=bank.sha256,
+        open_clusters=open_,
+        heldout_clusters=sorted(heldout),
+        open_problem_ids=sorted(pid for c in open_ for pid in clusters[c]),
+        heldout_problem_ids=sorted(pid for c in heldout for pid in clusters[c]),
+    )
+    return manifest.model_copy(update={"sha256": manifest_sha256(manifest)})
+
+
+def verify_manifest(manifest: RotationManifest, bank: RaceBank | None = None) -> None:
+    """Raise `RotationError` with the reason unless `manifest` is intact and guarded: its hash matches,
+    no cluster or problem is on both sides, neither side is empty; and, given the bank, the manifest's
+    problems are exactly the bank as of `bank_sha256`, every cluster wholly on one side."""
+    if manifest.sha256 != manifest_sha256(manifest):
+        raise RotationError(
+            f"period {manifest.period}: sha256 {manifest.sha256[:12] or '(empty)'}… does not match the "
+            f"manifest's content ({manifest_sha256(manifest)[:12]}…): it was changed after it was frozen"
+        )
+    if manifest.ends_at <= manifest.starts_at:
+        raise RotationError(f"period {manifest.period}: ends_at is not after starts_at")
+    for side, names in (
+        ("open_clusters", manifest.open_clusters),
+        ("heldout_clusters", manifest.heldout_clusters),
+        ("open_problem_ids", manifest.open_problem_ids),
+        ("heldout_problem_ids", manifest.heldout_problem_ids),
+    ):
+        if not names:
+            raise RotationError(f"period {manifest.period}: {side} is empty")
+        if len(set(names)) != len(names):
+            raise RotationError(f"period {manifest.period}: {side} lists an entry twice")
+    both = set(manifest.open_clusters) & set(manifest.heldout_clusters)
+    if both:
+        raise RotationError(f"period {manifest.period}: clusters both open and held out: {sorted(both)[:3]}")
+    shared = set(manifest.open_problem_ids) & set(manifest.heldout_problem_ids)
+    if shared:
+        raise RotationError(
+            f"period {manifest.period}: problems both open and held out: {sorted(shared)[:3]}"
+        )
+    if bank is None:
+        return
+    try:
+        as_of = bank.as_of(manifest.bank_sha256)
+    except BankError as exc:
+        raise RotationError(f"period {manifest.period}: {exc}") from None
+    sides = {
+        **dict.fromkeys(manifest.open_problem_ids, "open"),
+        **dict.fromkeys(manifest.heldout_problem_ids, "held out"),
+    }
+    cluster_side = {
+        **dict.fromkeys(manifest.open_clusters, "open"),
+        **dict.fromkeys(manifest.heldout_clusters, "held out"),
+    }
+    missing = sorted(set(as_of.cluster_of) - set(sides))
+    if missing:
+        raise RotationError(f"period {manifest.period}: bank problems in neither partition: {missing[:3]}")
+    extra = sorted(set(sides) - set(as_of.cluster_of))
+    if extra:
+        raise RotationError(
+            f"period {manifest.period}: problems not in the bank it was frozen on: {extra[:3]}"
+        )
+    for pid, side in sides.items():
+        cluster = as_of.cluster_of[pid]
+        if cluster_side.get(cluster) != side:
+            raise RotationError(
+                f"period {manifest.period}: problem {pid} is {side} but its leak cluster {cluster} is "
+                f"{cluster_side.get(cluster, 'in neither list')}: the cluster is split"
+            )
+    unused = sorted(set(cluster_side) - set(as_of.cluster_of.values()))
+    if unused:
+        raise RotationError(f"period {manifest.period}: clusters with no problem in the bank: {unused[:3]}")
+
+
+# -- frozen manifests --------------------------------------------------------------------------------------
+def read_manifest(path: Path, bank: RaceBank | None = None) -> RotationManifest:
+    """Load a frozen manifest and verify it; any failure is a `RotationError` naming the file."""
+    try:
+        manifest = RotationManifest.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise RotationError(f"{path}: cannot read the rotation manifest: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        raise RotationError(f"{path}: not a rotation manifest: {exc}") from None
+    try:
+        verify_manifest(manifest, bank)
+    except RotationError as exc:
+        raise RotationError(f"{path}: {exc}") from None
+    return manifest
+
+
+def _freeze(path: Path, manifest: RotationManifest) -> bool:
+    """Write `manifest` to `path` unless a manifest is there already (first writer wins, atomically: a
+    reader never sees a partial file). True when this call wrote it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = orjson.dumps(manifest.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2) + b"\n"
+    with tempfile.NamedTemporaryFile(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    ) as handle:
+        tmp = Path(handle.name)
+        handle.write(body)
+        handle.flush()
+        os.fsync(handle.fileno())
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def rotation_at(arena_dir: Path, config: ArenaConfig, at: datetime) -> RotationManifest:
+    """The rotation manifest of the period holding `at`: read from its frozen file (verified against its
+    hash and the bank), or, at the first call for that period, computed from the bank as it is now and
+    frozen."""
+    period, starts_at, ends_at = period_of(config, at)
+    path = manifest_path(arena_dir, period)
+    bank = read_bank(arena_dir)
+    if not path.exists():
+        planned = plan_rotation(bank, period, starts_at, ends_at, config.competition.heldout_fraction)
+        _freeze(path, planned)
+    manifest = read_manifest(path, bank)
+    if manifest.period != period:
+        raise RotationError(f"{path}: holds period {manifest.period}, not {period}")
+    return manifest
+
+
+# -- draws -------------------------------------------------------------------------------------------------
+def _ordered(ids: list[str], key: str) -> list[str]:
+    return sorted(ids, key=lambda pid: (_key(key, pid), pid))
+
+
+def _check_in_bank(ids: list[str], bank: RaceBank, manifest: RotationManifest) -> None:
+    unknown = [pid for pid in ids if pid not in bank.cluster_of]
+    if unknown:
+        raise RotationError(
+            f"period {manifest.period}: problems {unknown[:3]} are not in the race bank {bank.path}"
+        )
+
+
+def draw_race_problems(manifest: RotationManifest, bank: RaceBank, seed: str, n: int) -> RaceDraw:
+    """The race's problems: the held-out ids ordered by SHA-256 of `"{seed}:{problem_id}"`, the first
+    `n` (all of them when fewer); anyone with the revealed seed, the manifest and the bank gets the same."""
+    if n < 1:
+        raise RotationError(f"a race needs at least one problem (n = {n})")
+    ids = _ordered(manifest.heldout_problem_ids, seed)[:n]
+    _check_in_bank(ids, bank, manifest)
+    heldout = set(manifest.heldout_clusters)
+    clusters = {bank.cluster_of[pid] for pid in ids}
+    leaked = sorted(clusters - heldout)
+    if leaked:
+        raise RotationError(
+            f"period {manifest.period}: drawn problems belong to clusters that are not held out: {leaked[:3]}"
+        )
+    return RaceDraw(problem_ids=ids, race_clusters=sorted(clusters))
+
+
+def qualifying_problems(
+    manifest: RotationManifest, bank: RaceBank, submission_id: str, n: int | None
+) -> list[str]:
+    """A qualifying run's problems: the whole open partition (`n` None), else the open ids ordered by
+    SHA-256 of `"{submission_id}:{problem_id}"`, the first `n`."""
+    if n is not None and n < 1:
+        raise RotationError(f"a qualifying run needs at least one problem (n = {n})")
+    ids = (
+        list(manifest.open_problem_ids)
+        if n is None
+        else _ordered(manifest.open_problem_ids, submission_id)[:n]
+    )
+    _check_in_bank(ids, bank, manifest)
+    return ids

@@ -1,0 +1,93 @@
+"""The leak-cluster guard and the draws as properties: any bank (random cluster assignments, sizes and
+growth), any held-out fraction, any period, any seed."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shoparena.arena.competition.pools import (
+    draw_race_problems,
+    heldout_count,
+    plan_rotation,
+    qualifying_problems,
+    read_bank,
+    verify_manifest,
+)
+
+START = datetime(2026, 11, 2, tzinfo=UTC)
+END = START + timedelta(days=7)
+
+
+def bank_record(index: int, cluster: int) -> bytes:
+    record = {
+        "query": f"task {index}",
+        "reward": {"product_id": str(1000 + index), "title": [f"item {index}"]},
+        "problem_id": f"product-{index:05d}",
+        "leak_cluster_id": f"lc-{cluster:04d}",
+    }
+    return orjson.dumps(record) + b"\n"
+
+
+def write_bank(directory: Path, clusters: list[int], start: int = 0) -> None:
+    with (directory / "race_bank.jsonl").open("ab") as handle:
+        handle.write(b"".join(bank_record(start + i, c) for i, c in enumerate(clusters)))
+
+
+# Cluster assignments with at least two distinct clusters (a rotation needs one per side).
+assignments = st.lists(st.integers(0, 30), min_size=2, max_size=60).filter(lambda cs: len(set(cs)) >= 2)
+fractions = st.floats(min_value=0.01, max_value=0.99, allow_nan=False)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    clusters=assignments,
+    growth=st.lists(st.integers(0, 40), max_size=20),
+    fraction=fractions,
+    period=st.integers(0, 10_000),
+)
+def test_the_guard_holds_at_every_rotation(clusters, growth, fraction, period):
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        write_bank(directory, clusters)
+        bank = read_bank(directory)
+        manifest = plan_rotation(bank, period, START, END, fraction)
+        write_bank(directory, growth, start=len(clusters))  # the bank grows during the period
+        grown = read_bank(directory)
+    verify_manifest(manifest, grown)
+    cluster_of = bank.cluster_of
+    open_ids, held_ids = set(manifest.open_problem_ids), set(manifest.heldout_problem_ids)
+    assert not open_ids & held_ids
+    assert open_ids | held_ids == set(cluster_of)  # the bank as of the manifest, not the grown one
+    assert {cluster_of[p] for p in open_ids} == set(manifest.open_clusters)
+    assert {cluster_of[p] for p in held_ids} == set(manifest.heldout_clusters)
+    assert not set(manifest.open_clusters) & set(manifest.heldout_clusters)  # never split
+    distinct = len(set(clusters))
+    assert len(manifest.heldout_clusters) == heldout_count(distinct, fraction)
+    assert 1 <= len(manifest.heldout_clusters) <= distinct - 1
+    assert plan_rotation(bank, period, START, END, fraction) == manifest  # deterministic
+
+
+@settings(max_examples=80, deadline=None)
+@given(clusters=assignments, period=st.integers(0, 100), seed=st.text(max_size=20), n=st.integers(1, 70))
+def test_draws_are_deterministic_subsets_of_their_partition(clusters, period, seed, n):
+    with tempfile.TemporaryDirectory() as tmp:
+        write_bank(Path(tmp), clusters)
+        bank = read_bank(Path(tmp))
+    manifest = plan_rotation(bank, period, START, END, 0.5)
+    draw = draw_race_problems(manifest, bank, seed, n)
+    assert len(draw.problem_ids) == min(n, len(manifest.heldout_problem_ids))
+    assert len(set(draw.problem_ids)) == len(draw.problem_ids)
+    assert set(draw.problem_ids) <= set(manifest.heldout_problem_ids)
+    assert set(draw.race_clusters) <= set(manifest.heldout_clusters)
+    assert draw_race_problems(manifest, bank, seed, n) == draw
+    assert draw_race_problems(manifest, bank, seed, n + 1).problem_ids[:n] == draw.problem_ids
+    qualifying = qualifying_problems(manifest, bank, seed, n)
+    assert set(qualifying) <= set(manifest.open_problem_ids)
+    assert len(qualifying) == min(n, len(manifest.open_problem_ids))
+    assert qualifying_problems(manifest, bank, seed, n) == qualifying
