@@ -103,7 +103,9 @@ def season_start(arena: Arena, engine) -> datetime:
                 f"race {current.race_id} of {arena.dir} is {current.state}: close it first "
                 "(`shoparena arena race close`) or simulate in a new directory"
             )
-        start = max(start, _aware(current.row.opened_at) + timedelta(seconds=arena.config.competition.race_cadence_s))
+        start = max(
+            start, _aware(current.row.opened_at) + timedelta(seconds=arena.config.competition.race_cadence_s)
+        )
     if start > SEASON_EPOCH:
         days = -(-(start - SEASON_EPOCH) // DAY)
         start = SEASON_EPOCH + days * DAY
@@ -156,10 +158,7 @@ class Season:
                 stack.enter_context(ArenaClient(url, keypair_from_seed(m.secret_seed), clock=self.clock))
                 for m in miners
             ]
-            validators = [
-                stack.enter_context(self._validator(url, key, favourite, last=i == len(validator_keys) - 1))
-                for i, key in enumerate(validator_keys)
-            ]
+            validators = [stack.enter_context(self._validator(url, key, favourite)) for key in validator_keys]
             for validator in validators:
                 validator.check()
             for day in range(1, settings.days + 1):
@@ -177,10 +176,10 @@ class Season:
         )
         return season
 
-    def _validator(self, url: str, key: Participant, favourite: Participant | None, last: bool) -> Validator:
+    def _validator(self, url: str, key: Participant, favourite: Participant | None) -> _Closing:
         client = ArenaClient(url, keypair_from_seed(key.secret_seed), clock=self.clock)
         options = ValidatorSettings(sandbox=self.sandbox, workers=self.settings.workers, judge="offline")
-        if last and favourite is not None and key.stake < 100.0:
+        if not key.honest and favourite is not None:
             return _Closing(DishonestValidator(client, favourite.hotkey, options), client)
         return _Closing(Validator(client, options), client)
 

@@ -90,8 +90,9 @@ ROSTER: tuple[MinerSpec, ...] = (
     MinerSpec(slot=12, file="frugal_agentic", kind="honest", admitted=True, axis="A",
               about="axis A on a four-turn budget"),
 )  # fmt: skip
-FAVOURITE_SLOT = 4
-"""The dishonest validator's favourite: the crashing miner (honestly scores nothing until it is fixed)."""
+FAVOURITE_SLOT = 2
+"""The dishonest validator's favourite: the narrated pipeline, which qualifies and races honestly but is
+not the best — exactly the miner a bribed validator would want to lift."""
 
 
 def roster(n: int) -> list[MinerSpec]:

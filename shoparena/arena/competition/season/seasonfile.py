@@ -134,8 +134,6 @@ class SeasonFile(BaseModel):
     weights: list[SeasonWeights]
     dishonest: DishonestReport | None = None
     progress: list[DayProgress]
-    corpus_axes: dict[str, int] = Field(default_factory=dict)
-    """Trajectories in the store by corpus axis (A, B) after the season."""
     generated_at: datetime | None = None
     timing: SeasonTiming | None = None
 

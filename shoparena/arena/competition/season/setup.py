@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shoparena.arena import Arena, open_arena
 from shoparena.arena.competition.models import CompetitionConfig
 from shoparena.arena.competition.season.clock import SEASON_EPOCH
+from shoparena.arena.competition.season.roster import FAVOURITE_SLOT
 from shoparena.arena.config import CONFIG_FILE
 from shoparena.arena.keys import KeyFile, keypair_from_seed, write_key_file
 from shoparena.arena.ledger import CooldownPolicy
@@ -50,14 +51,16 @@ class SeasonSettings(BaseModel):
     """bwrap, container, none, or auto (bwrap when it runs here, else none with a warning)."""
     workers: int = Field(default=1, ge=1)
     """Problems a validator runs at once."""
+    race_problems: int = Field(default=3, ge=1)
+    qualifying_problems: int = Field(default=3, ge=1)
     dishonest: bool = True
     """The last validator lies for its favourite (needs ≥ 2 validators)."""
 
     def competition(self) -> CompetitionConfig:
         """The competition knobs a small season runs with (recorded in OUT.json's `config`)."""
         return CompetitionConfig(
-            race_problems=3,
-            qualifying_problems=3,
+            race_problems=self.race_problems,
+            qualifying_problems=self.qualifying_problems,
             qualify_threshold=0.15,
             margin=0.02,
             race_cadence_s=86400,
@@ -75,6 +78,7 @@ class Participant(BaseModel):
     hotkey: str
     uid: int
     stake: float
+    honest: bool = True
     key_file: str
     secret_seed: str = Field(repr=False)
 
@@ -162,11 +166,15 @@ def register_all(
     ]
     validators = []
     for i in range(1, settings.validators + 1):
-        dishonest = settings.dishonest and settings.validators >= 2 and i == settings.validators
-        stake = DISHONEST_STAKE if dishonest else HONEST_STAKE
-        validators.append(
-            participant(arena_dir, settings.seed, "validator", i, uid=VALIDATOR_UID_BASE + i, stake=stake)
+        dishonest = (
+            settings.dishonest
+            and settings.validators >= 2
+            and settings.miners >= FAVOURITE_SLOT
+            and i == settings.validators
         )
+        stake = DISHONEST_STAKE if dishonest else HONEST_STAKE
+        key = participant(arena_dir, settings.seed, "validator", i, uid=VALIDATOR_UID_BASE + i, stake=stake)
+        validators.append(key.model_copy(update={"honest": not dishonest}))
     for person in miners:
         arena.metagraph.register(person.hotkey, "miner", stake=person.stake, uid=person.uid)
     for person in validators:

@@ -92,6 +92,18 @@ def gained(lie: RaceLie) -> bool:
     return lie.consensus_weight > lie.honest_weight + TOLERANCE
 
 
+def _ordered(race: Race) -> Race:
+    """The race with each result's validator scores by hotkey (they arrive in whatever order the
+    validators' threads posted them)."""
+    results = [
+        result.model_copy(
+            update={"by_validator": sorted(result.by_validator, key=lambda s: s.validator_hotkey)}
+        )
+        for result in race.results
+    ]
+    return race.model_copy(update={"results": results})
+
+
 def summarise(
     season: Season, arena, engine, specs, miners, validator_keys, validators, favourite
 ) -> SeasonFile:
@@ -99,7 +111,7 @@ def summarise(
 
     view = CompetitionView(arena, engine)
     stakes = {key.hotkey: key.stake for key in validator_keys}
-    races = sorted(view.races(limit=10_000), key=lambda race: race.opened_at)
+    races = [_ordered(race) for race in sorted(view.races(limit=10_000), key=lambda race: race.opened_at)]
     history = {}
     try:
         for entry in engine.chain.history():
