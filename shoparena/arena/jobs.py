@@ -154,6 +154,7 @@ class JobBoard:
         self._bank: Bank | None = None
         self._race_bank = None
         self._race_bank_stamp: tuple[int, int] | None = None
+        self._rotations: dict[int, object] = {}
         self._fingerprint: str | None = None
 
     def now(self) -> datetime:
@@ -312,9 +313,15 @@ class JobBoard:
     def qualifying_spec(self, submission_id: str, submitted_at: datetime, fingerprint: str) -> JobSpec:
         """A new submission's qualifying job: problems of the open partition of the rotation in force
         when it was submitted (drawn from its id, so every validator and every retry gets the same)."""
-        from shoparena.arena.competition.pools import qualifying_problems, rotation_at
+        from shoparena.arena.competition.pools import period_of, qualifying_problems, rotation_at
 
-        manifest = rotation_at(Path(self.arena.dir), self.config, submitted_at)
+        period = period_of(self.config, submitted_at)[0]
+        with self._cache_lock:
+            manifest = self._rotations.get(period)
+        if manifest is None:
+            manifest = rotation_at(Path(self.arena.dir), self.config, submitted_at)
+            with self._cache_lock:
+                self._rotations[period] = manifest  # frozen once written: safe to keep
         problem_ids = qualifying_problems(
             manifest, self.race_bank(), submission_id, self.config.competition.qualifying_problems
         )

@@ -1,0 +1,36 @@
+"""The chain adapter (SPEC §6, issue 13): where a race's weights go and where the metagraph comes from.
+
+`LocalChain` (the default) appends to `ARENA/chain/weights.jsonl` and reads the arena's own
+metagraph; `BittensorChain` drives an injected `bittensor.Subtensor` (the `[chain]` extra), with the
+SDK's u16 conversion and commit-reveal where the subnet uses it, and records every action in the
+same ledger.
+"""
+
+from shoparena.arena.competition.chain.base import ChainAdapter, ChainReceipt
+from shoparena.arena.competition.chain.ledger import (
+    LEDGER_FILE,
+    LEDGER_SCHEMA,
+    ChainLedgerError,
+    LedgerEntry,
+    WeightLedger,
+)
+from shoparena.arena.competition.chain.local import LocalChain
+from shoparena.arena.competition.chain.subtensor import BittensorChain, ChainError, SyncReject
+from shoparena.arena.competition.chain.u16 import U16_MAX, U16Weights, to_u16
+
+__all__ = [
+    "LEDGER_FILE",
+    "LEDGER_SCHEMA",
+    "U16_MAX",
+    "BittensorChain",
+    "ChainAdapter",
+    "ChainError",
+    "ChainLedgerError",
+    "ChainReceipt",
+    "LedgerEntry",
+    "LocalChain",
+    "SyncReject",
+    "U16Weights",
+    "WeightLedger",
+    "to_u16",
+]

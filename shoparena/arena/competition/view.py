@@ -1,0 +1,277 @@
+"""The competition as the public reads it: `CompetitionView(arena)` implements `CompetitionReader` over
+the arena's database (the public API, the leaderboard page and the season simulator read it).
+
+Nothing secret leaves here: a race's seed and problems stay None until its outcome row exists (the
+commitment is public from the start).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from datetime import datetime
+
+from sqlalchemy import Connection, func, select
+
+from shoparena.arena.arena import Arena
+from shoparena.arena.competition import rules
+from shoparena.arena.competition.engine import (
+    ENTRIES,
+    JOBS,
+    OUTCOMES,
+    PROBLEMS,
+    RACES,
+    RESULTS,
+    SUBMISSIONS,
+    RaceEngine,
+)
+from shoparena.arena.competition.models import (
+    AgentDetail,
+    BucketScore,
+    LeaderboardEntry,
+    Race,
+    RaceResult,
+    WeightVector,
+)
+
+AXES = ("title", "price", "service", "sku_attr", "knowledge")
+"""The scorer's per-axis ratios in a record's score (None when a problem asks nothing of the axis)."""
+
+
+class CompetitionView:
+    """Read-only answers for the public API (`CompetitionReader`)."""
+
+    def __init__(self, arena: Arena, engine: RaceEngine | None = None):
+        self.arena = arena
+        self.db = arena.store.engine
+        self.races_engine = engine or RaceEngine(arena)
+        self.config = arena.config.competition
+
+    # -- races -------------------------------------------------------------------------------------
+
+    def _race(self, connection: Connection, row) -> Race:
+        outcome = connection.execute(select(OUTCOMES.c.race).where(OUTCOMES.c.race_id == row.race_id)).first()
+        if outcome is not None:
+            return Race.model_validate(outcome.race)
+        state = self.races_engine._state(connection, row).state
+        return Race(
+            race_id=row.race_id,
+            state=state,
+            opened_at=row.opened_at,
+            rotation_period=row.rotation_period,
+            rotation_sha256=row.rotation_sha256,
+            seed_commitment=row.seed_commitment,
+            open_clusters=list(row.open_clusters),
+            incumbent_before=row.incumbent_before,
+        )
+
+    def races(self, limit: int = 50) -> list[Race]:
+        """Newest first."""
+        with self.db.connect() as connection:
+            rows = connection.execute(select(RACES).order_by(RACES.c.id.desc()).limit(limit)).all()
+            return [self._race(connection, row) for row in rows]
+
+    def race(self, race_id: str) -> Race | None:
+        with self.db.connect() as connection:
+            row = connection.execute(select(RACES).where(RACES.c.race_id == race_id)).first()
+            return None if row is None else self._race(connection, row)
+
+    def weights(self) -> WeightVector | None:
+        return self.races_engine.latest_weights("consensus")
+
+    # -- standings ---------------------------------------------------------------------------------
+
+    def _qualifying_results(self, connection: Connection) -> dict[str, list]:
+        rows = connection.execute(
+            select(RESULTS)
+            .join(JOBS, JOBS.c.job_id == RESULTS.c.job_id)
+            .where(JOBS.c.kind == "qualifying")
+            .order_by(RESULTS.c.id)
+        ).all()
+        per: dict[str, list] = defaultdict(list)
+        for row in rows:
+            per[row.submission_id].append(row)
+        return per
+
+    def leaderboard(self) -> list[LeaderboardEntry]:
+        """The incumbent first, then every other racer of the newest complete race by race score, then
+        qualified agents that have not raced yet by qualifying score."""
+        engine = self.races_engine
+        crown, _ = engine.crown()
+        weights = (self.weights() or WeightVector(race_id=None, uids=[], weights=[])).as_dict()
+        with self.db.connect() as connection:
+            raced = Counter(
+                connection.execute(
+                    select(ENTRIES.c.hotkey).join(OUTCOMES, OUTCOMES.c.race_id == ENTRIES.c.race_id)
+                )
+                .scalars()
+                .all()
+            )
+            last = connection.execute(
+                select(OUTCOMES.c.race)
+                .where(OUTCOMES.c.state == "RACE_COMPLETE")
+                .order_by(OUTCOMES.c.id.desc())
+                .limit(1)
+            ).first()
+            results = [RaceResult.model_validate(r) for r in (last.race["results"] if last else [])]
+            qualifiers = engine.qualifiers(connection)
+            qualifying = self._qualifying_results(connection)
+            names = dict(connection.execute(select(SUBMISSIONS.c.submission_id, SUBMISSIONS.c.name)).all())
+        rows: list[tuple[tuple, dict]] = []
+        seen: set[str] = set()
+        for position, result in enumerate(results):
+            seen.add(result.hotkey)
+            rows.append(
+                (
+                    (result.hotkey != crown, 0, position),
+                    {
+                        "hotkey": result.hotkey,
+                        "uid": result.uid,
+                        "submission_id": result.submission_id,
+                        "score": result.score,
+                        "success_rate": result.success_rate,
+                        "judge_coefficient": result.judge_coefficient,
+                    },
+                )
+            )
+        for qualifier in qualifiers:
+            if qualifier.hotkey in seen:
+                continue
+            evaluated = qualifying.get(qualifier.submission_id, [])
+            rates = [row.asr for row in evaluated] or [0.0]
+            coefficients = [row.coefficient for row in evaluated if row.coefficient is not None]
+            rows.append(
+                (
+                    (qualifier.hotkey != crown, 1, -qualifier.qualifying_score, qualifier.submitted_at),
+                    {
+                        "hotkey": qualifier.hotkey,
+                        "uid": qualifier.uid,
+                        "submission_id": qualifier.submission_id,
+                        "score": qualifier.qualifying_score,
+                        "success_rate": sorted(rates)[(len(rates) - 1) // 2],
+                        "judge_coefficient": sorted(coefficients)[(len(coefficients) - 1) // 2]
+                        if coefficients
+                        else None,
+                    },
+                )
+            )
+        rows.sort(key=lambda item: item[0])
+        return [
+            LeaderboardEntry(
+                rank=rank,
+                name=names.get(values["submission_id"], ""),
+                incumbent=values["hotkey"] == crown,
+                races=raced.get(values["hotkey"], 0),
+                weight=weights.get(values["uid"], 0.0) if values["uid"] is not None else 0.0,
+                **values,
+            )
+            for rank, (_, values) in enumerate(rows, start=1)
+        ]
+
+    def agent(self, submission_id: str) -> AgentDetail | None:
+        """One submission's standing: qualifying, races, per-bucket and per-axis means over every problem
+        a validator evaluated it on, the judge's quality distribution, the embargo."""
+        view = self.arena.ledger.get(submission_id)
+        if view is None:
+            return None
+        engine = self.races_engine
+        crown_hotkey, crown_submission = engine.crown()
+        with self.db.connect() as connection:
+            scores = engine.qualifying_scores(connection)
+            race_rows = connection.execute(
+                select(OUTCOMES.c.race)
+                .join(ENTRIES, ENTRIES.c.race_id == OUTCOMES.c.race_id)
+                .where(ENTRIES.c.submission_id == submission_id)
+                .order_by(OUTCOMES.c.id)
+            ).all()
+            problems = connection.execute(
+                select(PROBLEMS)
+                .join(RESULTS, RESULTS.c.id == PROBLEMS.c.result_id)
+                .where(RESULTS.c.submission_id == submission_id)
+                .order_by(PROBLEMS.c.id)
+            ).all()
+            release = engine._release_of(connection, None, submission_id)
+        race_scores = []
+        for row in race_rows:
+            race_scores += [
+                RaceResult.model_validate(r)
+                for r in row.race["results"]
+                if r["submission_id"] == submission_id
+            ]
+        buckets: dict[str, list[bool]] = defaultdict(list)
+        judged: Counter[str] = Counter()
+        for problem in problems:
+            buckets[problem.bucket or "unknown"].append(problem.success)
+            if problem.judge_quality is not None:
+                judged[f"{problem.judge_quality:.1f}"] += 1
+        qualifying = scores.get(submission_id)
+        neuron = self.arena.metagraph.get(view.miner_hotkey)
+        return AgentDetail(
+            submission_id=submission_id,
+            hotkey=view.miner_hotkey,
+            uid=neuron.uid if neuron is not None else None,
+            name=view.name,
+            status=view.status,
+            qualified=None if qualifying is None else qualifying >= self.config.qualify_threshold,
+            qualifying_score=qualifying,
+            race_scores=race_scores,
+            by_bucket=[
+                BucketScore(bucket=bucket, problems=len(hits), success_rate=sum(hits) / len(hits))
+                for bucket, hits in sorted(buckets.items())
+            ],
+            by_axis=self._axes([problem.record_id for problem in problems]),
+            judge_quality=dict(sorted(judged.items())),
+            incumbent=crown_submission == submission_id and crown_hotkey == view.miner_hotkey,
+            code_release_at=release,
+        )
+
+    def _axes(self, record_ids: list[str | None]) -> dict[str, float]:
+        """Mean per-axis ratio over the records that ask something of each axis."""
+        values: dict[str, list[float]] = defaultdict(list)
+        for record_id in record_ids:
+            record = self.arena.store.get(record_id) if record_id else None
+            if record is None:
+                continue
+            for axis in AXES:
+                ratio = getattr(record.score, axis)
+                if ratio is not None:
+                    values[axis].append(ratio)
+        return {axis: sum(v) / len(v) for axis, v in values.items() if v}
+
+    def code_release_at(self, submission_id: str) -> datetime | None:
+        """When a crowned submission's code is public (None: never crowned, never released)."""
+        with self.db.connect() as connection:
+            return self.races_engine._release_of(connection, None, submission_id)
+
+    def race_count(self) -> int:
+        with self.db.connect() as connection:
+            return connection.execute(select(func.count()).select_from(RACES)).scalar_one()
+
+
+def recompute_draw(arena: Arena, race_id: str):
+    """The race's problems recomputed from its revealed seed and its frozen rotation manifest, with the
+    race bank as it was then: (race, draw, matches). Refused while the seed is still secret."""
+    from shoparena.arena.competition.bank import read_bank
+    from shoparena.arena.competition.engine import RaceError
+    from shoparena.arena.competition.pools import draw_race_problems, manifest_path, read_manifest
+
+    race = CompetitionView(arena).race(race_id)
+    if race is None:
+        raise RaceError(f"no race {race_id} in this arena (`shoparena arena race status --dir ARENA`)")
+    if race.seed is None:
+        raise RaceError(
+            f"race {race_id} is {race.state}: its seed is revealed when it closes; until then only the "
+            f"commitment {race.seed_commitment} is public"
+        )
+    if rules.seed_commitment(race.seed) != race.seed_commitment:
+        raise RaceError(f"race {race_id}: the revealed seed does not hash to the published commitment")
+    bank = read_bank(arena.dir)
+    manifest = read_manifest(manifest_path(arena.dir, race.rotation_period))
+    if manifest.sha256 != race.rotation_sha256:
+        raise RaceError(
+            f"race {race_id} was drawn from rotation {race.rotation_sha256[:12]}…, but the frozen manifest of "
+            f"period {race.rotation_period} on disk is {manifest.sha256[:12]}…: the rotation file was replaced"
+        )
+    draw = draw_race_problems(
+        manifest, bank.as_of(manifest.bank_sha256), race.seed, len(race.problem_ids or []) or 1
+    )
+    return race, draw, draw.problem_ids == race.problem_ids and draw.race_clusters == race.race_clusters
