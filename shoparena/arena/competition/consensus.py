@@ -54,8 +54,9 @@ def weighted_quantile(values: Sequence[float], stakes: Sequence[float], kappa: f
 
 
 def counted_validators(vectors: list[WeightVector], stakes: Mapping[str, float]) -> list[StakedVector]:
-    """The vectors that count, each with its share of the counted stake; zero or unknown stake is
-    ignored. Refuses a vector that is not a validator's, or two from one validator."""
+    """The vectors that count, each with its share of the counted stake: zero or unknown stake is
+    ignored, and so is an empty vector (a validator that reported nothing does not vote every miner
+    down to 0). Refuses a vector that is not a validator's, or two from one validator."""
     seen: set[str] = set()
     counted: list[tuple[str, float, dict[int, float]]] = []
     for position, vector in enumerate(vectors):

@@ -29,7 +29,7 @@ class FakeMetagraph:
     hotkeys: list[str]
     uids: np.ndarray
     S: np.ndarray
-    validator_permit: np.ndarray
+    validator_permit: np.ndarray | None
 
 
 @dataclass
@@ -43,6 +43,8 @@ class FakeSubtensor:
     commits: dict[str, str] = field(default_factory=dict)
     reveal_open: bool = False
     revealed: list[dict] = field(default_factory=list)
+    permits: bool = True
+    """False: the metagraph has no validator_permit column."""
 
     def _record(self, name: str, **kwargs) -> None:
         self.calls.append((name, kwargs))
@@ -56,7 +58,9 @@ class FakeSubtensor:
             hotkeys=[hotkey for _, hotkey, _, _ in self.neurons],
             uids=np.array([uid for uid, _, _, _ in self.neurons], dtype=np.int64),
             S=np.array([stake for _, _, stake, _ in self.neurons], dtype=np.float32),
-            validator_permit=np.array([permit for *_, permit in self.neurons], dtype=bool),
+            validator_permit=np.array([permit for *_, permit in self.neurons], dtype=bool)
+            if self.permits
+            else None,
         )
 
     def commit_reveal_enabled(self, netuid: int, block: int | None = None) -> bool:

@@ -163,3 +163,15 @@ def test_sync_without_an_arena_metagraph_only_reports(tmp_path) -> None:
     chain = BittensorChain(FakeSubtensor(neurons=[(4, key, 5.0, True)]), None, 1, tmp_path)
     (neuron,) = chain.sync_metagraph()
     assert (neuron.hotkey, neuron.uid, neuron.role, neuron.stake) == (key, 4, "validator", 5.0)
+
+
+def test_sync_rejects_a_non_finite_stake_and_reads_stake_as_the_role_without_permits(tmp_path) -> None:
+    good, bad, idle = hotkey(), hotkey(), hotkey()
+    subtensor = FakeSubtensor(
+        neurons=[(1, good, 7.0, True), (2, bad, float("nan"), False), (3, idle, 0.0, False)]
+    )
+    chain = BittensorChain(subtensor, None, 1, tmp_path)
+    assert [n.hotkey for n in chain.sync_metagraph()] == [good, idle]
+    assert [(r.uid, "stake nan" in r.reason) for r in chain.rejected] == [(2, True)]
+    subtensor.permits = False
+    assert [(n.uid, n.role) for n in chain.sync_metagraph()] == [(1, "validator"), (3, "miner")]

@@ -91,6 +91,9 @@ def test_zero_and_unknown_stake_are_ignored_and_no_stake_is_an_error() -> None:
     c = validator_vector("c", {0: 0.0, 3: 1.0})
     consensus = yuma_consensus([a, b, c], {"a": 5.0, "b": 0.0})
     assert consensus.as_dict() == {0: 0.5, 1: 0.5}
+    # A staked validator that reported an empty vector does not vote every miner down to 0.
+    silent = WeightVector(race_id="r1", uids=[], weights=[], source="validator", validator_hotkey="d")
+    assert yuma_consensus([a, silent], {"a": 5.0, "d": 50.0}).as_dict() == {0: 0.5, 1: 0.5}
     with pytest.raises(ConsensusError, match="none of the 2 validator vector"):
         yuma_consensus([b, c], {"b": 0.0})
 

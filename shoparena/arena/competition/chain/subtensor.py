@@ -11,13 +11,14 @@ so the same code runs against the real network and against a recording fake in t
   hyperparameter is off; with commit-reveal when it is on — `commit_weights` (the SDK hashes the
   u16 values with a random salt) now, `reveal_weights` with the same values and salt once the chain
   accepts the reveal (`reveal_pending`, tried again before every later push). With
-  `commit_reveal="sdk"` the commit-reveal is left to the SDK's own `set_weights` (SDK ≥ 9 commits
+  `commit_reveal="sdk"` the commit-reveal is left to the SDK's own `set_weights` (SDK 10 commits
   drand-timelocked weights itself). Every action is appended to `ARENA/chain/weights.jsonl`; the
   salt of a commit lives there until its reveal.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from datetime import UTC, datetime
@@ -111,7 +112,12 @@ class BittensorChain:
         hotkeys = _as_list(graph.hotkeys)
         uids = [int(u) for u in _as_list(graph.uids)]
         stakes = [float(s) for s in _as_list(graph.S)]
-        permits = [bool(p) for p in _as_list(getattr(graph, "validator_permit", [False] * len(hotkeys)))]
+        # A metagraph without permits (a minimal or older one): stake is what makes a validator.
+        permits = (
+            [bool(p) for p in _as_list(graph.validator_permit)]
+            if getattr(graph, "validator_permit", None) is not None
+            else [s > 0 for s in stakes]
+        )
         if not len(hotkeys) == len(uids) == len(stakes) == len(permits):
             raise ChainError(
                 f"subnet {self.netuid}: metagraph columns differ in length (hotkeys {len(hotkeys)}, "
@@ -121,7 +127,9 @@ class BittensorChain:
         neurons: list[NeuronInfo] = []
         for hotkey, uid, stake, permit in zip(hotkeys, uids, stakes, permits, strict=True):
             try:
-                canonical_hotkey(hotkey)
+                canonical_hotkey(str(hotkey))
+                if not math.isfinite(stake):
+                    raise ValueError(f"stake {stake} is not a finite number")
             except ValueError as exc:
                 self.rejected.append(SyncReject(uid=uid, hotkey=str(hotkey), reason=str(exc)))
                 continue
