@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: demo test lint bench clean sandbox-deps
+.PHONY: demo test lint bench clean sandbox-deps browser-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check shoparena tests bench
 	$(BIN)/ruff format --check shoparena tests bench
 
-test: $(STAMP) lint sandbox-deps
+test: $(STAMP) lint sandbox-deps browser-deps
 	$(BIN)/python -m pytest -n 2 -q
 
 # The sandbox (shoparena.sandbox) runs untrusted agents under bubblewrap: install it when it is missing
@@ -43,6 +43,23 @@ sandbox-deps:
 	  echo "* The sandbox cannot run: its tests will FAIL. Install it (apt-get install -y   *" >&2; \
 	  echo "* bubblewrap) or set SHOPARENA_SANDBOX_UNAVAILABLE=<reason> on a machine that    *" >&2; \
 	  echo "* cannot sandbox.                                                                *" >&2; \
+	  echo "********************************************************************************" >&2; }
+
+# The leaderboard page is tested in a real headless browser (Debian chromium): install it when it is
+# missing and we may (root with apt-get), and say loudly when it is still missing — the browser tests
+# then SKIP with that reason (and FAIL where CI=true).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the browser tests (apt-get install -y chromium chromium-driver)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver >/dev/null 2>&1 || \
+	    { apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; }; \
+	  fi; }
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "********************************************************************************" >&2; \
+	  echo "* chromium is NOT installed and could not be installed here.                    *" >&2; \
+	  echo "* The leaderboard's browser tests will SKIP (and FAIL where CI=true). Install   *" >&2; \
+	  echo "* it: apt-get install -y chromium chromium-driver                               *" >&2; \
 	  echo "********************************************************************************" >&2; }
 
 # Every benchmark with its defaults (the 2.7M search run alone takes ~15 min on 2 cores).

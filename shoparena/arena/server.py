@@ -11,6 +11,10 @@ store, admission, code storage — runs in the thread pool, off the event loop.
     GET  /v1/whoami                       the caller's registration (any role)
     GET  /v1/health                       unsigned liveness
 
+    The competition's public, unsigned reads (`competition.public_api`: /v1/leaderboard, /v1/races,
+    /v1/agents, /v1/weights, /v1/trajectories) and the leaderboard page at `/` (`competition.web`) are
+    mounted beside these, reading a `CompetitionReader` (`CompetitionView` unless one is given).
+
     GET  /v1/validator/arena              catalogue fingerprint, bank, settings (validators)
     POST /v1/validator/claim              {} → 200 a job under a new lease | 204 no work
     POST /v1/validator/heartbeat          {"lease_id"} → the lease's new expiry | 409 lapsed or ended
@@ -41,6 +45,7 @@ from shoparena.arena.admission import Violation, check_submission
 from shoparena.arena.arena import Arena
 from shoparena.arena.audit import AuditRecord
 from shoparena.arena.auth import Authenticator, AuthRefused, Identity
+from shoparena.arena.competition.models import CompetitionReader
 from shoparena.arena.errors import ArenaError, JobRefused
 from shoparena.arena.jobs import JobBoard
 from shoparena.arena.ledger import CooldownActive
@@ -245,10 +250,15 @@ class Gate:
 
 
 def create_app(
-    arena: Arena, *, check: Checker = check_submission, clock: Callable[[], float] = time.time
+    arena: Arena,
+    *,
+    check: Checker = check_submission,
+    clock: Callable[[], float] = time.time,
+    competition: CompetitionReader | None = None,
 ) -> FastAPI:
     """The API over an opened arena. `check` is admission (`check_submission` of `arena.admission`);
-    `clock` is Unix seconds (tests move it)."""
+    `clock` is Unix seconds (tests move it); `competition` is what the public read API and the
+    leaderboard page read (default: `CompetitionView` over this arena, on the server's clock)."""
     app = FastAPI(
         title="shoparena arena", version=__version__, docs_url=None, redoc_url=None, openapi_url=None
     )
@@ -417,7 +427,22 @@ def create_app(
     async def submission_route(request: Request, submission_id: str) -> Response:
         return await gate.handle(request, MINER, SMALL_BODY, one_submission(submission_id))
 
+    if competition is None:
+        from shoparena.arena.competition.engine import RaceEngine
+        from shoparena.arena.competition.view import CompetitionView
+
+        competition = CompetitionView(arena, RaceEngine(arena, clock=clock, board=board))
+    mount_public(app, competition, arena, clock)
     return app
+
+
+def mount_public(app: FastAPI, reader: CompetitionReader, arena: Arena, clock: Callable[[], float]) -> None:
+    """The competition's public reads (`/v1/leaderboard`, `/v1/races`, …) and the leaderboard page."""
+    from shoparena.arena.competition.public_api import public_router
+    from shoparena.arena.competition.web import web_router
+
+    app.include_router(public_router(reader, arena, clock))
+    app.include_router(web_router(reader, arena, clock))
 
 
 def _cooldown_refusal(cooldown) -> Refuse:
