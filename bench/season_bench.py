@@ -7,8 +7,8 @@ What is measured: the season's wall time, episodes (one miner run on one problem
 strict and judged) per second, where the time goes per phase (setup: catalogue, problem bank, arena
 init, race bank, keys; submit: signed submissions + admission; qualifying and race: validators
 claiming and evaluating jobs, three at once; close: combining, promotion, weights, chain; write: the
-season file), per day, and the CPU the season used (this process and its children: the miners'
-sandboxed processes). The machine's load average at start and end is reported: the standard machine is
+season file), per day, and the CPU this process used (the server, the validators' threads, scoring, the
+judge; the sandboxed miner processes are not among its waited-for children, so not counted). The machine's load average at start and end is reported: the standard machine is
 shared. Results: a table on stdout and bench/out/season_bench.json.
 """
 
@@ -39,8 +39,7 @@ console = Console()
 
 def cpu_s() -> dict:
     own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"self": own.ru_utime + own.ru_stime, "children": children.ru_utime + children.ru_stime}
+    return {"self": own.ru_utime + own.ru_stime}
 
 
 def main() -> None:
@@ -86,8 +85,8 @@ def main() -> None:
     table.add_row("total", f"{wall_s:.1f}", "100%")
     console.print(table)
     console.print(
-        f"{timing.episodes} episodes, {timing.episodes / wall_s:.2f}/s; CPU: this process "
-        f"{cpu_end['self'] - cpu_start['self']:.0f} s, children {cpu_end['children'] - cpu_start['children']:.0f} s; "
+        f"{timing.episodes} episodes, {timing.episodes / wall_s:.2f}/s; CPU of this process "
+        f"{cpu_end['self'] - cpu_start['self']:.0f} s; "
         f"load {load_start[0]:.1f} → {load_end[0]:.1f} on {os.cpu_count()} cores"
     )
     result = {

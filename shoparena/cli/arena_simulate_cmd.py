@@ -25,7 +25,8 @@ local chain. The season file (schema shoparena.arena-season/1) records it all; t
 the same file apart from its `timing` and `generated_at`.
 
 Roster order (--miners N takes the first N): 1 agentic_model (axis A), 2 narrated_pipeline (axis B),
-3 network_exfil (malicious), 4 crashing (resubmits a fix on day 2), 5 reference_agentic, 6 first_hit
+3 network_exfil (malicious), 4 crashing (resubmits a fix on day 2), 5 reference_agentic (resubmits
+tagged_agentic, a model loop, on day 3), 6 first_hit
 (resubmits keyword_verify on day 3), 7 shell_probe (malicious), 8 wide_pipeline, 9 eval_payload
 (malicious), 10 sleeper (times out), 11 answer_table (malicious), 12 frugal_agentic.
 
@@ -60,6 +61,13 @@ def register(arena_app: typer.Typer) -> None:
         workers: Annotated[
             int, typer.Option("--workers", min=1, help="Problems each validator runs at once.")
         ] = 1,
+        race_problems: Annotated[
+            int, typer.Option("--race-problems", min=1, help="Problems per race (new arenas).")
+        ] = 3,
+        qualifying_problems: Annotated[
+            int,
+            typer.Option("--qualifying-problems", min=1, help="Problems per qualifying run (new arenas)."),
+        ] = 3,
         honest: Annotated[
             bool, typer.Option("--all-honest", help="No dishonest validator.", show_default=False)
         ] = False,
@@ -82,6 +90,8 @@ def register(arena_app: typer.Typer) -> None:
                 sandbox=sandbox,
                 problem_timeout_s=timeout_s,
                 workers=workers,
+                race_problems=race_problems,
+                qualifying_problems=qualifying_problems,
                 dishonest=not honest,
             )
         except ValidationError as exc:

@@ -34,7 +34,7 @@ def played(tmp_path_factory, sandbox_ready) -> tuple[Path, SeasonFile, str]:  # 
         app,
         [
             "arena", "simulate", "--dir", str(where / "arena"), "--miners", str(MINERS), "--validators",
-            str(VALIDATORS), "--days", str(DAYS), "--seed", str(SEED), "--sandbox", "bwrap", "--json", str(out),
+            str(VALIDATORS), "--days", str(DAYS), "--seed", str(SEED), "--sandbox", "bwrap", "--race-problems", "2", "--json", str(out),
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output

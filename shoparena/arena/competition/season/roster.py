@@ -11,7 +11,7 @@ miners resubmit an improved file on a later day (under the arena's cooldown).
 | 2 | narrated_pipeline | axis B: code calls the tools, the model only narrates |
 | 3 | network_exfil | malicious: network (rejected) |
 | 4 | crashing | crashes on every problem; resubmits crash_fixed on day 2 |
-| 5 | reference_agentic | the reference agentic policy as a scripted miner file |
+| 5 | reference_agentic | the reference agentic policy, scripted; resubmits tagged_agentic (a model loop in the upstream text protocol) on day 3 |
 | 6 | first_hit | weakest honest baseline; resubmits keyword_verify on day 3 |
 | 7 | shell_probe | malicious: os/subprocess (rejected) |
 | 8 | wide_pipeline | axis B, wider search and verification |
@@ -73,7 +73,9 @@ ROSTER: tuple[MinerSpec, ...] = (
               about="crashes on every problem, then resubmits a fixed file",
               resubmissions=(Resubmission(day=2, file="crash_fixed"),)),
     MinerSpec(slot=5, file="reference_agentic", kind="honest", admitted=True, axis="B",
-              about="the reference agentic policy, scripted (its calls are verified as code)"),
+              about="the reference agentic policy, scripted (its calls are verified as code), "
+                    "later a real model loop",
+              resubmissions=(Resubmission(day=3, file="tagged_agentic"),)),
     MinerSpec(slot=6, file="first_hit", kind="honest", admitted=True, axis="B",
               about="weakest honest baseline, later improved",
               resubmissions=(Resubmission(day=3, file="keyword_verify"),)),

@@ -61,7 +61,7 @@ class SeasonSettings(BaseModel):
         return CompetitionConfig(
             race_problems=self.race_problems,
             qualifying_problems=self.qualifying_problems,
-            qualify_threshold=0.15,
+            qualify_threshold=0.1,
             margin=0.02,
             race_cadence_s=86400,
             rotation_cadence_s=2 * 86400,
