@@ -7,6 +7,7 @@ and the same seed plays the same season."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,33 @@ def test_the_same_seed_plays_the_same_season(tmp_path, sandbox_ready):  # noqa: 
     assert first.timing is not None and second.timing is not None
     assert first.comparable() == second.comparable()
     assert first.races and all(race.results for race in first.races)
+
+
+def test_arena_serve_shows_the_seasons_leaderboard(played):
+    """What the README tells a person to do next: serve the season's arena and open the leaderboard."""
+    import httpx
+
+    from shoparena.arena.server import create_app, running
+
+    arena_dir, season, _output = played
+    crowned = season.races[-1].winner
+    with open_arena(arena_dir) as arena, running(create_app(arena)) as url:
+        board = httpx.get(f"{url}/v1/leaderboard", timeout=30).json()
+        page = httpx.get(f"{url}/", timeout=30)
+        races = httpx.get(f"{url}/v1/races", timeout=30).json()
+    assert [entry["hotkey"] for entry in board if entry["incumbent"]] == [crowned]
+    assert page.status_code == 200 and crowned[:8] in page.text
+    assert {race["race_id"] for race in races} == {race.race_id for race in season.races}
+
+
+def test_a_second_season_in_the_same_arena_goes_on_where_the_first_ended(tmp_path, sandbox_ready):  # noqa: F811
+    settings = SeasonSettings(
+        miners=1, validators=1, days=1, seed=SEED, sandbox="bwrap", race_problems=1, qualifying_problems=1
+    )
+    first = Season(tmp_path / "arena", settings).run()
+    second = Season(tmp_path / "arena", settings).run()
+    assert [r.race_id for r in first.races] == ["race-00001"]
+    assert [r.race_id for r in second.races] == ["race-00002"]
+    assert second.races[0].opened_at == first.races[0].opened_at + timedelta(days=1)
+    assert second.races[0].seed_commitment != first.races[0].seed_commitment
+    assert not {s.submission_id for s in first.submissions} & {s.submission_id for s in second.submissions}

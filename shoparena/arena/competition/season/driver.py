@@ -55,14 +55,16 @@ PHASES = ("setup", "submit", "qualifying", "race", "close", "write")
 Progress = Callable[[DayProgress], None]
 
 
-def race_seed(season_seed: int, day: int) -> str:
-    """The day's race seed: secret until the race closes, derived so a season can be replayed."""
-    return hashlib.sha256(f"shoparena-season:{season_seed}:race:{day}".encode()).hexdigest()
+def race_seed(season_seed: int, race: int) -> str:
+    """The seed of the arena's `race`-th race (1-based): secret until it closes, derived so a season can
+    be replayed."""
+    return hashlib.sha256(f"shoparena-season:{season_seed}:race:{race}".encode()).hexdigest()
 
 
-def seeded_ids(season_seed: int) -> Callable[[], str]:
-    """Submission ids from the season seed (32 hex digits, as the ledger's own)."""
-    counter = itertools.count(1)
+def seeded_ids(season_seed: int, after: int = 0) -> Callable[[], str]:
+    """Submission ids from the season seed (32 hex digits, as the ledger's own), numbered after the
+    `after` submissions the arena holds already (a second season in one directory gets new ids)."""
+    counter = itertools.count(after + 1)
     return lambda: hashlib.sha256(
         f"shoparena-season:{season_seed}:submission:{next(counter)}".encode()
     ).hexdigest()[:32]
@@ -84,6 +86,18 @@ def resolve_sandbox(choice: str) -> str:
         )
         return "none"
     return "bwrap"
+
+
+def _counts(arena: Arena) -> tuple[int, int]:
+    """(submissions, races) the arena holds before this season."""
+    from sqlalchemy import func, select
+
+    from shoparena.arena.schema import Race, Submission
+
+    with arena.store.engine.connect() as connection:
+        submissions = connection.execute(select(func.count()).select_from(Submission.__table__)).scalar()
+        races = connection.execute(select(func.count()).select_from(Race.__table__)).scalar()
+    return int(submissions or 0), int(races or 0)
 
 
 def _aware(value: datetime) -> datetime:
@@ -127,6 +141,7 @@ class Season:
         self.days: list[DayProgress] = []
         self.sandbox = resolve_sandbox(settings.sandbox)
         self.start = SEASON_EPOCH
+        self.prior_submissions = self.prior_races = 0
 
     # -- timing --------------------------------------------------------------------------------------
 
@@ -143,7 +158,8 @@ class Season:
         started = time.perf_counter()
         settings = self.settings
         arena = open_or_init(self.arena_dir, settings)
-        arena.ledger.new_id = seeded_ids(settings.seed)
+        self.prior_submissions, self.prior_races = _counts(arena)
+        arena.ledger.new_id = seeded_ids(settings.seed, self.prior_submissions)
         miners, validator_keys = register_all(arena, self.arena_dir, settings)
         specs = roster(settings.miners)
         favourite = next((m for m, s in zip(miners, specs, strict=True) if s.slot == FAVOURITE_SLOT), None)
@@ -187,7 +203,7 @@ class Season:
         started_day = time.perf_counter()
         start = self.start + (day - 1) * DAY
         self.clock.set(start)
-        race = engine.open_race(start, seed=race_seed(self.settings.seed, day))
+        race = engine.open_race(start, seed=race_seed(self.settings.seed, self.prior_races + day))
 
         started = time.perf_counter()
         before = len(self.submissions), len(self.refusals)

@@ -9,6 +9,7 @@ The favourite gained nothing when what the arena gave it is never above either.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
@@ -92,6 +93,10 @@ def gained(lie: RaceLie) -> bool:
     return lie.consensus_weight > lie.honest_weight + TOLERANCE
 
 
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 def _ordered(race: Race) -> Race:
     """The race with each result's validator scores by hotkey (they arrive in whatever order the
     validators' threads posted them)."""
@@ -111,7 +116,11 @@ def summarise(
 
     view = CompetitionView(arena, engine)
     stakes = {key.hotkey: key.stake for key in validator_keys}
-    races = [_ordered(race) for race in sorted(view.races(limit=10_000), key=lambda race: race.opened_at)]
+    races = [
+        _ordered(race)
+        for race in sorted(view.races(limit=10_000), key=lambda race: race.opened_at)
+        if _aware(race.opened_at) >= season.start  # this season's: an arena may hold earlier ones
+    ]
     history = {}
     try:
         for entry in engine.chain.history():
