@@ -5,15 +5,17 @@ Rotation. Periods count from the arena's `created_at` in steps of `competition.r
 The first call for a period partitions the bank's leak clusters — never its problems, so a cluster is
 wholly open or wholly held out — and freezes the result as `ARENA/rotations/period-NNNN.json`, a
 `RotationManifest` whose `sha256` hashes its canonical JSON. The partition is a pure function of
-(bank sha256, period): clusters are ordered by SHA-256 of `"{bank_sha256}:{period}:{cluster}"` and the
-first `round(heldout_fraction × clusters)` (at least one, at most all but one) are held out. Anyone
+(bank sha256, period): clusters are ordered by SHA-256 of `"{bank_sha256}:{period}:{cluster}"`,
+stratified by bucket (`cluster_order`), and the first `round(heldout_fraction × clusters)` (at least
+one, at most all but one) are held out. Anyone
 holding the bank can recompute it; problems added to the bank later in the period are not in that
 period's manifest (the next period takes them).
 
 Draws. Open problems are what qualifying runs see; held-out ones are raced. A race draws its problems
 from the held-out partition with the race's seed, revealed at close: the held-out ids ordered by
-SHA-256 of `"{seed}:{problem_id}"`, the first n. A qualifying run draws from the open partition the same
-way, keyed by the submission id (or takes the whole open partition).
+SHA-256 of `"{seed}:{problem_id}"` within their bucket and the buckets interleaved in proportion
+(`stratified_order`), the first n. A qualifying run draws from the open partition the same way, keyed
+by the submission id (or takes the whole open partition).
 
 The bank itself (`race_bank.jsonl`, `add_to_bank`, `read_bank`) lives in `bank.py`; its names are
 re-exported here so callers import everything pool-related from one place.
@@ -25,6 +27,7 @@ import hashlib
 import math
 import os
 import tempfile
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -57,7 +60,10 @@ __all__ = [
     "RotationError",
     "add_to_bank",
     "bank_path",
+    "cluster_bucket",
+    "cluster_order",
     "draw_race_problems",
+    "heldout_count",
     "manifest_path",
     "manifest_sha256",
     "period_of",
@@ -66,6 +72,7 @@ __all__ = [
     "read_bank",
     "read_manifest",
     "rotation_at",
+    "stratified_order",
     "verify_manifest",
 ]
 
@@ -78,7 +85,7 @@ class RaceDraw(BaseModel):
     """A race's problems, recomputable by anyone from the revealed seed."""
 
     problem_ids: list[str]
-    """In draw order (SHA-256 of `"{seed}:{problem_id}"` ascending)."""
+    """In draw order (`stratified_order` salted with the seed)."""
     race_clusters: list[str]
     """The leak clusters of those problems, sorted."""
 
@@ -119,6 +126,34 @@ def manifest_sha256(manifest: RotationManifest) -> str:
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
+def cluster_bucket(bank: RaceBank, members: list[str]) -> str:
+    """A cluster's bucket: the most common bucket of its problems (ties to the first name)."""
+    counts = Counter(bank.by_id[pid].bucket or "unknown" for pid in members)
+    return min(counts, key=lambda b: (-counts[b], b))
+
+
+def stratified_order(names: list[str], salt: str, bucket_of: dict[str, str]) -> list[str]:
+    """`names` in a seeded order that takes every bucket in proportion: within its bucket, a name's
+    place in the order of SHA-256 of `"{salt}:{name}"` gives it a quantile (place + ½) / names of the
+    bucket; names are ordered by quantile, ties by the same hash. Any prefix of the order then holds
+    each bucket's share of it within one name. Recomputable by anyone with the salt."""
+    by_bucket: dict[str, list[tuple[str, str]]] = {}
+    for name in names:
+        by_bucket.setdefault(bucket_of[name], []).append((_key(salt, name), name))
+    ranked = []
+    for entries in by_bucket.values():
+        entries.sort()
+        ranked.extend(((place + 0.5) / len(entries), key, name) for place, (key, name) in enumerate(entries))
+    return [name for _, _, name in sorted(ranked)]
+
+
+def cluster_order(bank: RaceBank, period: int) -> list[str]:
+    """The bank's clusters in the order a rotation holds them out: stratified by the clusters' buckets,
+    salted with `"{bank_sha256}:{period}"`."""
+    buckets = {cluster: cluster_bucket(bank, members) for cluster, members in bank.clusters().items()}
+    return stratified_order(list(buckets), f"{bank.sha256}:{period}", buckets)
+
+
 def plan_rotation(
     bank: RaceBank, period: int, starts_at: datetime, ends_at: datetime, heldout_fraction: float
 ) -> RotationManifest:
@@ -130,8 +165,7 @@ def plan_rotation(
             f"{bank.path}: the race bank is {what}; a rotation needs at least two clusters (one open, one "
             "held out): add problems with `shoparena arena bank add`"
         )
-    order = sorted(clusters, key=lambda c: (_key(bank.sha256, period, c), c))
-    heldout = set(order[: heldout_count(len(order), heldout_fraction)])
+    heldout = set(cluster_order(bank, period)[: heldout_count(len(clusters), heldout_fraction)])
     open_ = sorted(set(clusters) - heldout)
     manifest = RotationManifest(
         period=period,
@@ -237,11 +271,20 @@ def _freeze(path: Path, manifest: RotationManifest) -> bool:
         handle.write(body)
         handle.flush()
         os.fsync(handle.fileno())
+    tmp.chmod(0o644)  # a public record (the temp file was private)
     try:
         os.link(tmp, path)
         return True
     except FileExistsError:
         return False
+    except OSError:  # a file system without hard links: exclusive create (first writer still wins)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as out:
+            out.write(body)
+        return True
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -263,25 +306,23 @@ def rotation_at(arena_dir: Path, config: ArenaConfig, at: datetime) -> RotationM
 
 
 # -- draws -------------------------------------------------------------------------------------------------
-def _ordered(ids: list[str], key: str) -> list[str]:
-    return sorted(ids, key=lambda pid: (_key(key, pid), pid))
-
-
-def _check_in_bank(ids: list[str], bank: RaceBank, manifest: RotationManifest) -> None:
+def _ordered(ids: list[str], salt: str, bank: RaceBank, manifest: RotationManifest) -> list[str]:
     unknown = [pid for pid in ids if pid not in bank.cluster_of]
     if unknown:
         raise RotationError(
             f"period {manifest.period}: problems {unknown[:3]} are not in the race bank {bank.path}"
         )
+    by_id = bank.by_id
+    return stratified_order(ids, salt, {pid: by_id[pid].bucket or "unknown" for pid in ids})
 
 
 def draw_race_problems(manifest: RotationManifest, bank: RaceBank, seed: str, n: int) -> RaceDraw:
-    """The race's problems: the held-out ids ordered by SHA-256 of `"{seed}:{problem_id}"`, the first
-    `n` (all of them when fewer); anyone with the revealed seed, the manifest and the bank gets the same."""
+    """The race's problems: the first `n` held-out ids (all of them when fewer) in `stratified_order`
+    salted with the seed — by SHA-256 of `"{seed}:{problem_id}"` within each bucket, buckets taken in
+    proportion; anyone with the revealed seed, the manifest and the bank gets the same."""
     if n < 1:
         raise RotationError(f"a race needs at least one problem (n = {n})")
-    ids = _ordered(manifest.heldout_problem_ids, seed)[:n]
-    _check_in_bank(ids, bank, manifest)
+    ids = _ordered(manifest.heldout_problem_ids, seed, bank, manifest)[:n]
     heldout = set(manifest.heldout_clusters)
     clusters = {bank.cluster_of[pid] for pid in ids}
     leaked = sorted(clusters - heldout)
@@ -295,14 +336,9 @@ def draw_race_problems(manifest: RotationManifest, bank: RaceBank, seed: str, n:
 def qualifying_problems(
     manifest: RotationManifest, bank: RaceBank, submission_id: str, n: int | None
 ) -> list[str]:
-    """A qualifying run's problems: the whole open partition (`n` None), else the open ids ordered by
-    SHA-256 of `"{submission_id}:{problem_id}"`, the first `n`."""
+    """A qualifying run's problems: the whole open partition (`n` None, in the manifest's order), else
+    the first `n` of the open ids in `stratified_order` salted with the submission id."""
     if n is not None and n < 1:
         raise RotationError(f"a qualifying run needs at least one problem (n = {n})")
-    ids = (
-        list(manifest.open_problem_ids)
-        if n is None
-        else _ordered(manifest.open_problem_ids, submission_id)[:n]
-    )
-    _check_in_bank(ids, bank, manifest)
-    return ids
+    ordered = _ordered(manifest.open_problem_ids, submission_id, bank, manifest)
+    return list(manifest.open_problem_ids) if n is None else ordered[:n]

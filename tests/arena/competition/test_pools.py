@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -175,6 +176,9 @@ def test_rotation_is_frozen_and_recomputes_identically(bank_arena, tmp_path):
     assert manifest.ends_at == CREATED + timedelta(seconds=CADENCE_S)
     assert manifest.sha256 == manifest_sha256(manifest)
     assert len(manifest.heldout_clusters) == 5 and len(manifest.open_clusters) == 7  # round(0.4 × 12)
+    bank = read_bank(bank_arena)
+    held_buckets = Counter(bank.by_id[bank.clusters()[c][0]].bucket for c in manifest.heldout_clusters)
+    assert sorted(held_buckets.values()) == [1, 2, 2]  # 4 clusters a bucket, 5 held out: stratified
     assert rotation_at(bank_arena, config, CREATED + timedelta(seconds=CADENCE_S - 1)) == manifest
     frozen = path.read_bytes()
     # Anyone with the same bank recomputes the same manifest, byte for byte.
@@ -264,14 +268,25 @@ def test_rotation_refuses_what_it_cannot_partition(arena_dir):
 
 
 # -- draws --------------------------------------------------------------------------------------------------
+def recompute_draw(ids: list[str], bucket_of: dict[str, str], seed: str) -> list[str]:
+    """The draw rule as docs/arena.md states it, written out independently: within each bucket the ids by
+    sha256("{seed}:{id}"), a quantile (place + 1/2) / bucket size each; all ids by (quantile, hash)."""
+    digest = {p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest() for p in ids}
+    quantile = {}
+    for bucket in {bucket_of[p] for p in ids}:
+        members = sorted((p for p in ids if bucket_of[p] == bucket), key=digest.__getitem__)
+        quantile.update({p: (place + 0.5) / len(members) for place, p in enumerate(members)})
+    return sorted(ids, key=lambda p: (quantile[p], digest[p]))
+
+
 def test_race_draw_is_recomputable_from_the_revealed_seed(bank_arena):
     config = read_config(bank_arena)
     manifest = rotation_at(bank_arena, config, CREATED)
     bank = read_bank(bank_arena)
     seed = "race-7:3f9a"
     draw = draw_race_problems(manifest, bank, seed, 4)
-    by_hand = sorted(
-        manifest.heldout_problem_ids, key=lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest()
+    by_hand = recompute_draw(
+        manifest.heldout_problem_ids, {p.problem_id: p.bucket for p in bank.problems}, seed
     )
     assert draw.problem_ids == by_hand[:4]
     assert draw.race_clusters == sorted({bank.cluster_of[p] for p in draw.problem_ids})

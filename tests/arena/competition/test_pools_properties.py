@@ -24,19 +24,35 @@ START = datetime(2026, 11, 2, tzinfo=UTC)
 END = START + timedelta(days=7)
 
 
+BUCKETS = ("product", "shop", "web")
+
+
 def bank_record(index: int, cluster: int) -> bytes:
+    """A problem of leak cluster `cluster`; the cluster decides the bucket (as a generated task's does)."""
+    bucket = BUCKETS[cluster % 3]
     record = {
         "query": f"task {index}",
         "reward": {"product_id": str(1000 + index), "title": [f"item {index}"]},
-        "problem_id": f"product-{index:05d}",
+        "problem_id": f"{bucket}-{index:05d}",
+        "bucket": bucket,
         "leak_cluster_id": f"lc-{cluster:04d}",
     }
+    if bucket == "web":
+        record["Knowledge_Attribute"] = "colour"
     return orjson.dumps(record) + b"\n"
 
 
 def write_bank(directory: Path, clusters: list[int], start: int = 0) -> None:
     with (directory / "race_bank.jsonl").open("ab") as handle:
         handle.write(b"".join(bank_record(start + i, c) for i, c in enumerate(clusters)))
+
+
+def assert_proportional(chosen: list[str], population: list[str], bucket_of) -> None:
+    """Each bucket's share of `chosen` is its share of `population`, within one."""
+    for bucket in {bucket_of(x) for x in population}:
+        size = sum(bucket_of(x) == bucket for x in population)
+        taken = sum(bucket_of(x) == bucket for x in chosen)
+        assert abs(taken - len(chosen) * size / len(population)) <= 1, (bucket, taken, size)
 
 
 # Cluster assignments with at least two distinct clusters (a rotation needs one per side).
@@ -71,6 +87,8 @@ def test_the_guard_holds_at_every_rotation(clusters, growth, fraction, period):
     assert len(manifest.heldout_clusters) == heldout_count(distinct, fraction)
     assert 1 <= len(manifest.heldout_clusters) <= distinct - 1
     assert plan_rotation(bank, period, START, END, fraction) == manifest  # deterministic
+    every = manifest.open_clusters + manifest.heldout_clusters
+    assert_proportional(manifest.heldout_clusters, every, lambda c: BUCKETS[int(c[3:]) % 3])
 
 
 @settings(max_examples=80, deadline=None)
@@ -86,8 +104,11 @@ def test_draws_are_deterministic_subsets_of_their_partition(clusters, period, se
     assert set(draw.problem_ids) <= set(manifest.heldout_problem_ids)
     assert set(draw.race_clusters) <= set(manifest.heldout_clusters)
     assert draw_race_problems(manifest, bank, seed, n) == draw
+    bucket_of = {p.problem_id: p.bucket for p in bank.problems}.get
+    assert_proportional(draw.problem_ids, manifest.heldout_problem_ids, bucket_of)
     assert draw_race_problems(manifest, bank, seed, n + 1).problem_ids[:n] == draw.problem_ids
     qualifying = qualifying_problems(manifest, bank, seed, n)
     assert set(qualifying) <= set(manifest.open_problem_ids)
     assert len(qualifying) == min(n, len(manifest.open_problem_ids))
     assert qualifying_problems(manifest, bank, seed, n) == qualifying
+    assert_proportional(qualifying, manifest.open_problem_ids, bucket_of)
