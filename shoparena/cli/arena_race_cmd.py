@@ -115,7 +115,7 @@ def close_cmd(arena_dir: DirOption, json_output: JsonOption = False) -> None:
 
 @race_app.command("tick")
 def tick_cmd(arena_dir: DirOption, json_output: JsonOption = False) -> None:
-    """Do whatever is due now (open, start or close), as `arena serve` does on its own."""
+    """Do whatever is due now (open, start or close): the engine's `tick`, run from cron or a loop."""
     done = _step(arena_dir, lambda engine: engine.tick())
     if json_output:
         print_json({"done": done})
