@@ -151,13 +151,24 @@ class Season:
     # -- the season ----------------------------------------------------------------------------------
 
     def run(self) -> SeasonFile:
+        wall = time.perf_counter()
+        with open_or_init(self.arena_dir, self.settings) as arena:
+            season = self._play(arena, wall)
+        wall_s = time.perf_counter() - wall
+        season.generated_at = datetime.now(UTC)
+        season.timing = SeasonTiming(
+            wall_s=round(wall_s, 3),
+            episodes=self.episodes,
+            episodes_per_s=round(self.episodes / wall_s, 3) if wall_s > 0 else 0.0,
+            phases={k: round(v, 3) for k, v in self.phases.items()},
+        )
+        return season
+
+    def _play(self, arena: Arena, started: float) -> SeasonFile:
         from shoparena.arena.competition.engine import RaceEngine
         from shoparena.arena.server import create_app, running
 
-        wall = time.perf_counter()
-        started = time.perf_counter()
         settings = self.settings
-        arena = open_or_init(self.arena_dir, settings)
         self.prior_submissions, self.prior_races = _counts(arena)
         arena.ledger.new_id = seeded_ids(settings.seed, self.prior_submissions)
         miners, validator_keys = register_all(arena, self.arena_dir, settings)
@@ -182,14 +193,6 @@ class Season:
         started = time.perf_counter()
         season = self._season_file(arena, engine, specs, miners, validator_keys, validators, favourite)
         self._timed("write", started)
-        wall_s = time.perf_counter() - wall
-        season.generated_at = datetime.now(UTC)
-        season.timing = SeasonTiming(
-            wall_s=round(wall_s, 3),
-            episodes=self.episodes,
-            episodes_per_s=round(self.episodes / wall_s, 3) if wall_s > 0 else 0.0,
-            phases={k: round(v, 3) for k, v in self.phases.items()},
-        )
         return season
 
     def _validator(self, url: str, key: Participant, favourite: Participant | None) -> _Closing:
