@@ -3,6 +3,7 @@ raised as `ArenaRefused` carrying the server's reason (401s) or error code and m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -43,12 +44,17 @@ class ArenaRefused(ArenaError):
 
 
 class ArenaClient:
-    def __init__(self, url: str, signer: Signer, *, timeout: float = 60.0):
+    def __init__(
+        self, url: str, signer: Signer, *, timeout: float = 60.0, clock: Callable[[], float] | None = None
+    ):
+        """`clock` (Unix seconds) stamps the signed requests [default: the system clock]; a simulated
+        arena's clients pass the arena's own clock so its skew check agrees."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ArenaError(f"--arena {url!r}: expected an http(s) URL such as {DEFAULT_ARENA_URL}")
         self.url = url.rstrip("/")
         self.signer = signer
+        self.clock = clock
         # A local arena is never reached through a proxy from the environment.
         self._http = httpx.Client(timeout=timeout, trust_env=parts.hostname not in LOOPBACK_HOSTS)
 
@@ -62,7 +68,8 @@ class ArenaClient:
         self.close()
 
     def request(self, method: str, path: str, body: bytes = b"") -> httpx.Response:
-        headers = signed_headers(self.signer, body)
+        stamp = None if self.clock is None else int(self.clock())
+        headers = signed_headers(self.signer, body, timestamp=stamp)
         if body:
             headers["Content-Type"] = "application/json"
         try:

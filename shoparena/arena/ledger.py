@@ -128,6 +128,8 @@ def _content_sha256(result: ResultIn) -> str:
 class SubmissionLedger:
     def __init__(self, engine: Engine):
         self.engine = engine
+        self.new_id: Callable[[], str] = new_submission_id
+        """Where submission ids come from (random); a simulated season gives a seeded source."""
 
     # -- submissions ---------------------------------------------------------------------------------
 
@@ -169,7 +171,7 @@ class SubmissionLedger:
         """Append a submission and its first event (queued, or rejected); returns its id. Raises
         CooldownActive when the hotkey is inside a cooldown — checked under the write lock, so of two
         concurrent submissions from one hotkey exactly one is recorded."""
-        submission_id = new_submission_id()
+        submission_id = self.new_id()
         admitted = not violations
         with writing(self.engine) as connection:
             if connection.dialect.name == "postgresql":

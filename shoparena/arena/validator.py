@@ -97,7 +97,9 @@ class LeaseKeeper:
         self.interval = max(0.05, offer.heartbeat_s)
         self.lost: str | None = None
         self.beats = 0
-        self._client = ArenaClient(client.url, client.signer, timeout=max(5.0, self.interval))
+        self._client = ArenaClient(
+            client.url, client.signer, timeout=max(5.0, self.interval), clock=client.clock
+        )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lease-{offer.lease_id[:8]}", daemon=True)
 

@@ -1,0 +1,65 @@
+"""Axis A on a tight budget: the same model-driven chat loop as agentic_model, cut to four turns, so
+the model often runs out before it has checked enough candidates (a step-budget variant)."""
+
+import json
+
+import miner_sdk
+
+MODEL = "reference-agentic"
+MAX_TURNS = 4
+SYSTEM = (
+    "You are a shopping assistant. Find the products the customer describes with the tools you have, "
+    "check their attributes and prices, recommend the best match and terminate."
+)
+
+
+def run_calls(message):
+    recorded, results, ended = [], [], False
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except json.JSONDecodeError:
+            arguments = {}
+        reply = miner_sdk.call_tool(function.get("name"), origin="llm", call_id=call.get("id"), **arguments)
+        recorded.append(
+            {"name": function.get("name"), "parameters": arguments, "tool_call_id": reply["call_id"]}
+        )
+        results.append({"role": "tool", "tool_call_id": reply["call_id"], "content": reply.get("text", "")})
+        ended = ended or bool(reply.get("ended"))
+        if ended:
+            break
+    return recorded, results, ended
+
+
+def agent_main(problem_data):
+    tools = miner_sdk.list_tools()
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": problem_data["query"]}]
+    steps = []
+    for _ in range(MAX_TURNS):
+        message = miner_sdk.chat(messages, tools=tools, model=MODEL)["choices"][0]["message"]
+        messages.append(
+            {
+                "role": "assistant",
+                "content": message.get("content") or "",
+                "tool_calls": message.get("tool_calls"),
+            }
+        )
+        recorded, results, ended = run_calls(message)
+        messages.extend(results)
+        steps.append(
+            {
+                "completion": {
+                    "message": {
+                        "think": message.get("reasoning_content") or "",
+                        "tool_call": recorded,
+                        "response": message.get("content") or "",
+                    }
+                }
+            }
+        )
+        if ended or not recorded:
+            break
+    else:
+        miner_sdk.call_tool("terminate", status="failure")  # out of turns: end the episode honestly
+    return steps

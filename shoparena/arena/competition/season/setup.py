@@ -1,0 +1,182 @@
+"""Making (or reopening) the season's arena: a small generated catalogue and problem bank, `arena init`
+with the season's settings, the race bank (`bank add`), and the miners' and validators' keys,
+registered in the metagraph.
+
+Keys are derived from the season seed (a hash of seed, role and index), so the same seed gives the
+same hotkeys and the season file can be compared across runs. They are written as ordinary key files
+(mode 0600) under `ARENA/keys/`, where `shoparena miner status --key …` can use them afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shoparena.arena import Arena, open_arena
+from shoparena.arena.competition.models import CompetitionConfig
+from shoparena.arena.competition.season.clock import SEASON_EPOCH
+from shoparena.arena.competition.season.roster import FAVOURITE_SLOT
+from shoparena.arena.config import CONFIG_FILE
+from shoparena.arena.keys import KeyFile, keypair_from_seed, write_key_file
+from shoparena.arena.ledger import CooldownPolicy
+from shoparena.arena.models import EvaluationSettings, JobPolicy
+
+KEYS_DIR = "keys"
+HONEST_STAKE = 100.0
+DISHONEST_STAKE = 40.0
+"""The dishonest validator holds a minority of the stake whatever the number of validators."""
+VALIDATOR_UID_BASE = 100
+
+
+class SeasonSettings(BaseModel):
+    """What a season is made of; everything that decides its outcome is here (and in OUT.json)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    miners: int = Field(default=12, ge=1, le=12)
+    validators: int = Field(default=3, ge=1, le=16)
+    days: int = Field(default=5, ge=1, le=60)
+    seed: int = 0
+    products: int = Field(default=3000, ge=200)
+    """Catalogue size (generated)."""
+    qualifying_bank: int = Field(default=12, ge=3)
+    """Problems in the arena's own bank (`arena init --problems`)."""
+    race_bank: int = Field(default=24, ge=4)
+    """Tasks added to the race bank (each its own leak cluster)."""
+    problem_timeout_s: float = Field(default=12.0, gt=0)
+    step_cap: int | None = Field(default=None, ge=1)
+    sandbox: str = "auto"
+    """bwrap, container, none, or auto (bwrap when it runs here, else none with a warning)."""
+    workers: int = Field(default=1, ge=1)
+    """Problems a validator runs at once."""
+    race_problems: int = Field(default=3, ge=1)
+    qualifying_problems: int = Field(default=3, ge=1)
+    dishonest: bool = True
+    """The last validator lies for its favourite (needs ≥ 2 validators)."""
+
+    def competition(self) -> CompetitionConfig:
+        """The competition knobs a small season runs with (recorded in OUT.json's `config`)."""
+        return CompetitionConfig(
+            race_problems=self.race_problems,
+            qualifying_problems=self.qualifying_problems,
+            qualify_threshold=0.1,
+            margin=0.02,
+            race_cadence_s=86400,
+            rotation_cadence_s=2 * 86400,
+            heldout_fraction=0.5,
+            min_validators=min(2, self.validators),
+        )
+
+
+class Participant(BaseModel):
+    """A key the season signs with: a miner of the roster or a validator."""
+
+    role: str
+    index: int
+    hotkey: str
+    uid: int
+    stake: float
+    honest: bool = True
+    key_file: str
+    secret_seed: str = Field(repr=False)
+
+
+def _seed_of(seed: int, role: str, index: int) -> str:
+    return "0x" + hashlib.sha256(f"shoparena-season:{seed}:{role}:{index}".encode()).hexdigest()
+
+
+def participant(arena_dir: Path, seed: int, role: str, index: int, uid: int, stake: float) -> Participant:
+    secret = _seed_of(seed, role, index)
+    hotkey = keypair_from_seed(secret).ss58_address
+    path = Path(arena_dir) / KEYS_DIR / f"{role}-{index:02d}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        write_key_file(path, KeyFile(ss58_address=hotkey, secret_seed=secret))
+    return Participant(
+        role=role, index=index, hotkey=hotkey, uid=uid, stake=stake, key_file=str(path), secret_seed=secret
+    )
+
+
+def build_world(arena_dir: Path, settings: SeasonSettings, sandbox_timeout_s: float | None = None) -> Path:
+    """A catalogue and the arena's problem bank under `arena_dir/world/` (reused when present)."""
+    from shoparena.index.catalog_dir import CatalogDirError, build_synthetic, open_catalog, read_meta
+    from shoparena.problems.generator import ProblemGenerator
+    from shoparena.problems.io import write_problems
+
+    world = Path(arena_dir) / "world"
+    catalog_dir = world / "catalog"
+    try:
+        meta = read_meta(catalog_dir)
+        fresh = meta.n_products != settings.products or meta.seed != settings.seed
+    except (CatalogDirError, ValueError):
+        fresh = True
+    if fresh:
+        build_synthetic(catalog_dir, settings.products, seed=settings.seed, workers=1, overwrite=True)
+    problems = world / "qualifying.jsonl"
+    if fresh or not problems.exists():
+        catalog = open_catalog(catalog_dir)
+        try:
+            write_problems(
+                problems, ProblemGenerator(catalog, seed=settings.seed).generate(settings.qualifying_bank)
+            )
+        finally:
+            catalog.close()
+    return world
+
+
+def open_or_init(arena_dir: Path, settings: SeasonSettings) -> Arena:
+    """The season's arena: made with `arena init` + `bank add` when `arena_dir` is new, else reopened."""
+    from shoparena.arena import init_arena
+
+    arena_dir = Path(arena_dir)
+    if (arena_dir / CONFIG_FILE).exists():
+        return open_arena(arena_dir)
+    world = build_world(arena_dir, settings)
+    init_arena(
+        arena_dir,
+        world / "catalog",
+        world / "qualifying.jsonl",
+        cooldown=CooldownPolicy(full_s=12 * 3600, security_s=3600, format_s=300),
+        jobs=JobPolicy(lease_s=3600, validators_per_submission=settings.validators, max_lapses=3),
+        evaluation=EvaluationSettings(
+            similarity="lexical", timeout_s=settings.problem_timeout_s, step_cap=settings.step_cap
+        ),
+        competition=settings.competition(),
+        created_at=SEASON_EPOCH,  # rotation periods count from here: the season's clock, not the machine's
+    )
+    add_race_bank(arena_dir, settings)
+    return open_arena(arena_dir)
+
+
+def add_race_bank(arena_dir: Path, settings: SeasonSettings) -> None:
+    from shoparena.arena.competition.bank import add_to_bank
+
+    add_to_bank(arena_dir, settings.race_bank, settings.seed)
+
+
+def register_all(
+    arena: Arena, arena_dir: Path, settings: SeasonSettings
+) -> tuple[list[Participant], list[Participant]]:
+    """The miners' (uids 1…N) and validators' keys, registered with their stakes."""
+    miners = [
+        participant(arena_dir, settings.seed, "miner", i, uid=i, stake=0.0)
+        for i in range(1, settings.miners + 1)
+    ]
+    validators = []
+    for i in range(1, settings.validators + 1):
+        dishonest = (
+            settings.dishonest
+            and settings.validators >= 2
+            and settings.miners >= FAVOURITE_SLOT
+            and i == settings.validators
+        )
+        stake = DISHONEST_STAKE if dishonest else HONEST_STAKE
+        key = participant(arena_dir, settings.seed, "validator", i, uid=VALIDATOR_UID_BASE + i, stake=stake)
+        validators.append(key.model_copy(update={"honest": not dishonest}))
+    for person in miners:
+        arena.metagraph.register(person.hotkey, "miner", stake=person.stake, uid=person.uid)
+    for person in validators:
+        arena.metagraph.register(person.hotkey, "validator", stake=person.stake, uid=person.uid)
+    return miners, validators

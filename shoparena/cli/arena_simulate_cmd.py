@@ -1,0 +1,133 @@
+"""`shoparena arena simulate`: play a whole competition season on one machine (issue 13).
+
+Thin: the season lives in `shoparena.arena.competition.season`; this parses options, prints one line per
+day and writes the season file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shoparena.cli.common import console, fail, say, say_err
+
+HELP = """Play a competition season on a simulated clock, through the real arena.
+
+Makes ARENA when it is missing (a small generated catalogue and problem bank, `arena init`, the race
+bank via `bank add`), registers the miners' and validators' keys (under ARENA/keys/), serves the real
+signed API on a loopback port and plays DAYS days: each day a race opens with a committed seed, miners
+of the fixed roster submit through the API under cooldowns (admission rejects the malicious ones),
+every validator runs the qualifying and race jobs in the sandbox with strict scoring and the offline
+judge — the last validator lies for a favourite miner —, the race closes, and the weights go to the
+local chain. The season file (schema shoparena.arena-season/1) records it all; the same --seed gives
+the same file apart from its `timing` and `generated_at`.
+
+Roster order (--miners N takes the first N): 1 agentic_model (axis A), 2 narrated_pipeline (axis B),
+3 network_exfil (malicious), 4 crashing (resubmits a fix on day 2), 5 reference_agentic (resubmits
+tagged_agentic, a model loop, on day 3), 6 first_hit
+(resubmits keyword_verify on day 3), 7 shell_probe (malicious), 8 wide_pipeline, 9 eval_payload
+(malicious), 10 sleeper (times out), 11 answer_table (malicious), 12 frugal_agentic.
+
+Afterwards `shoparena arena serve --dir ARENA` serves the leaderboard at http://127.0.0.1:8742/.
+"""
+
+
+def register(arena_app: typer.Typer) -> None:
+    @arena_app.command("simulate", help=HELP)
+    def simulate(
+        arena_dir: Annotated[Path, typer.Option("--dir", help="The arena directory (made when missing).")],
+        json_out: Annotated[Path, typer.Option("--json", help="Where to write the season file.")],
+        miners: Annotated[
+            int, typer.Option("--miners", min=1, max=12, help="First N miners of the roster.")
+        ] = 12,
+        validators: Annotated[
+            int, typer.Option("--validators", min=1, max=16, help="Validators (the last one is dishonest).")
+        ] = 3,
+        days: Annotated[int, typer.Option("--days", min=1, max=60, help="Days (one race each).")] = 5,
+        seed: Annotated[
+            int, typer.Option("--seed", help="Season seed: keys, catalogue, problems, races.")
+        ] = 0,
+        sandbox: Annotated[
+            str,
+            typer.Option(
+                "--sandbox", help="bwrap, container, none, or auto (bwrap when it runs here, else none)."
+            ),
+        ] = "auto",
+        timeout_s: Annotated[
+            float, typer.Option("--problem-timeout-s", min=1.0, help="Wall clock per problem (new arenas).")
+        ] = 12.0,
+        workers: Annotated[
+            int, typer.Option("--workers", min=1, help="Problems each validator runs at once.")
+        ] = 1,
+        race_problems: Annotated[
+            int, typer.Option("--race-problems", min=1, help="Problems per race (new arenas).")
+        ] = 3,
+        qualifying_problems: Annotated[
+            int,
+            typer.Option("--qualifying-problems", min=1, help="Problems per qualifying run (new arenas)."),
+        ] = 3,
+        honest: Annotated[
+            bool, typer.Option("--all-honest", help="No dishonest validator.", show_default=False)
+        ] = False,
+    ) -> None:
+        from pydantic import ValidationError
+
+        from shoparena.arena import ArenaError
+        from shoparena.arena.competition.season.driver import Season
+        from shoparena.arena.competition.season.seasonfile import DayProgress
+        from shoparena.arena.competition.season.setup import SeasonSettings
+
+        if sandbox not in ("auto", "bwrap", "container", "none"):
+            raise fail(f"--sandbox {sandbox!r}: use auto, bwrap, container or none")
+        try:
+            settings = SeasonSettings(
+                miners=miners,
+                validators=validators,
+                days=days,
+                seed=seed,
+                sandbox=sandbox,
+                problem_timeout_s=timeout_s,
+                workers=workers,
+                race_problems=race_problems,
+                qualifying_problems=qualifying_problems,
+                dishonest=not honest,
+            )
+        except ValidationError as exc:
+            raise fail(f"season settings: {exc}") from None
+
+        def show(day: DayProgress) -> None:
+            crown = f"crown {day.winner[:10]}…" if day.winner else "no crown"
+            say_err(
+                f"day {day.day}/{days} · {day.race_id} {day.state} · submitted {day.submitted} "
+                f"(admitted {day.admitted}, rejected {day.rejected}, refused {day.refused}) · jobs "
+                f"{day.qualifying_jobs} qualifying + {day.race_jobs} race · {day.episodes} episodes · "
+                f"{crown}{' (promoted)' if day.promoted else ''} · {day.wall_s:.1f}s"
+            )
+
+        with console.status(
+            f"season of {miners} miners × {validators} validators × {days} days in {arena_dir}"
+        ):
+            try:
+                season = Season(arena_dir, settings, progress=show).run()
+            except ArenaError as exc:
+                raise fail(str(exc)) from None
+        season.write(json_out)
+        timing = season.timing
+        liar = season.dishonest
+        say(
+            f"wrote {json_out}: {len(season.submissions)} submissions, {len(season.races)} races, "
+            f"{len(season.weights)} weight vectors"
+            + (
+                f"; {timing.episodes} episodes in {timing.wall_s:.0f}s ({timing.episodes_per_s:.2f}/s)"
+                if timing
+                else ""
+            )
+        )
+        if liar is not None:
+            say(
+                f"dishonest validator {liar.validator_hotkey[:10]}… lied {liar.lies} times for "
+                f"{liar.favourite_miner}; favourite gained nothing: {liar.gained_nothing}"
+            )
+        say(f"leaderboard: shoparena arena serve --dir {arena_dir}  →  http://127.0.0.1:8742/")

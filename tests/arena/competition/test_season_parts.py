@@ -1,0 +1,67 @@
+"""The season's small parts: the simulated clock, the seeded ids and race seeds, the season file's
+comparable form, and the command's refusals of bad options (no season is played here)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from shoparena.arena.competition.season.clock import SEASON_EPOCH, SimClock
+from shoparena.arena.competition.season.driver import race_seed, seeded_ids
+from shoparena.arena.competition.season.setup import SeasonSettings
+from shoparena.cli import app
+
+runner = CliRunner()
+
+
+def test_the_clock_stands_still_until_moved_and_never_goes_back():
+    clock = SimClock()
+    assert clock() == clock() == SEASON_EPOCH.timestamp()
+    clock.advance(90)
+    assert clock.now() == SEASON_EPOCH + timedelta(seconds=90)
+    clock.set(SEASON_EPOCH + timedelta(days=1))
+    with pytest.raises(ValueError, match="does not go back"):
+        clock.set(SEASON_EPOCH)
+    with pytest.raises(ValueError, match="does not go back"):
+        clock.advance(-1)
+
+
+@given(st.integers(min_value=0, max_value=2**31))
+def test_ids_and_race_seeds_follow_the_season_seed(seed):
+    first, again, other = seeded_ids(seed), seeded_ids(seed), seeded_ids(seed + 1)
+    ids = [first() for _ in range(5)]
+    assert ids == [again() for _ in range(5)]
+    assert len(set(ids)) == 5 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids)
+    assert not set(ids) & {other() for _ in range(5)}
+    assert race_seed(seed, 1) != race_seed(seed, 2) and race_seed(seed, 1) == race_seed(seed, 1)
+
+
+def test_the_competition_config_a_season_runs_with_is_small_and_recorded():
+    config = SeasonSettings(validators=3).competition()
+    assert (config.race_problems, config.qualifying_problems) == (3, 3)
+    assert config.min_validators == 2
+    assert SeasonSettings(validators=1).competition().min_validators == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--miners", "13"], "--miners"),
+        (["--miners", "0"], "--miners"),
+        (["--days", "0"], "--days"),
+        (["--sandbox", "docker"], "--sandbox"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_runs(tmp_path, options, message):
+    arena = tmp_path / "arena"
+    result = runner.invoke(
+        app, ["arena", "simulate", "--dir", str(arena), "--json", str(tmp_path / "o.json"), *options]
+    )
+    assert result.exit_code != 0
+    assert message in result.output
+    assert not arena.exists()
