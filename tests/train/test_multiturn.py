@@ -1,0 +1,182 @@
+"""Multi-turn rollouts on the real harness with a real tiny Qwen3 and a real generated catalogue.
+
+Random weights write no usable tool calls, so where a turn must hold a valid call a scripted turn
+(token ids of a known text, as a trained model would emit them) stands in for the sampler; every other
+turn, the template, the tokenizer, the parser, the tools and the token bookkeeping are the real thing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from shoparena.harness import Episode
+from shoparena.train.multiturn import (
+    HFGenerator,
+    MaskError,
+    RolloutSettings,
+    TemplateFrame,
+    assert_generated_only,
+    eval_mode,
+    run_rollout,
+)
+from tests.train.tiny import tiny_checkpoint
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, small_catalog):
+    path = tiny_checkpoint(tmp_path_factory.mktemp("grpo-tiny"), small_catalog)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path)
+    return tokenizer, model
+
+
+@pytest.fixture(scope="module")
+def query(small_catalog) -> str:
+    return " ".join(small_catalog.store.dict_by_ord(0)["title"].split()[:3])
+
+
+def call_text(name: str, arguments: dict, thinking: str | None = None) -> str:
+    think = f"<think>\n{thinking}\n</think>\n\n" if thinking else ""
+    return f"{think}<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+class Scripted:
+    """A sampler that writes the given texts as token ids (+ end-of-turn), then defers to `fallback`."""
+
+    def __init__(self, tokenizer, texts: list[str], fallback=None, close: bool = True):
+        self.tokenizer, self.texts, self.fallback, self.close = tokenizer, list(texts), fallback, close
+        self.contexts: list[list[int]] = []
+        self.outputs: list[list[int]] = []
+
+    def __call__(self, context: list[int], max_new: int) -> list[int]:
+        self.contexts.append(list(context))
+        if self.texts:
+            ids = self.tokenizer(self.texts.pop(0), add_special_tokens=False)["input_ids"][:max_new]
+            if self.close and len(ids) < max_new:
+                ids.append(self.tokenizer.convert_tokens_to_ids("<|im_end|>"))
+        else:
+            ids = self.fallback(context, max_new)
+        self.outputs.append(ids)
+        return ids
+
+
+def test_multiturn_rollout_runs_the_real_tools_and_keeps_generated_ids(tiny, small_catalog, query):
+    tokenizer, model = tiny
+    settings = RolloutSettings(max_rollout_steps=5, max_new_tokens=120, max_completion_tokens=20000)
+    first = small_catalog.find_product(query, 1)[0]["product_id"]
+    torch.manual_seed(0)
+    sampler = Scripted(
+        tokenizer,
+        [
+            call_text("find_product", {"q": query}, thinking="search first"),
+            call_text("view_product_information", {"product_ids": first}, thinking="check it"),
+        ],
+        fallback=HFGenerator(model, tokenizer, settings),  # turn 3: the random model itself
+    )
+    episode = Episode(small_catalog, query, problem_id="p1", step_cap=settings.max_rollout_steps)
+    rollout = run_rollout(episode, TemplateFrame(tokenizer, settings), sampler, settings)
+
+    assert [c.name for c in rollout.calls[:2]] == ["find_product", "view_product_information"]
+    assert rollout.calls[0].result[0]["product_id"] == first  # the real catalogue answered
+    assert len(rollout.turns) == 3 and rollout.steps == 3
+    # every turn's context is exactly the prompt plus the completion so far: no re-rendering
+    for turn, context in zip(rollout.turns, sampler.contexts, strict=True):
+        assert context == rollout.prompt_ids + rollout.completion_ids[: turn.start]
+    for turn, generated in zip(rollout.turns, sampler.outputs, strict=True):
+        assert turn.ids == generated == rollout.completion_ids[turn.start : turn.end]
+    # the tool results went back through the template as a tool turn, outside the loss
+    tool_text = tokenizer.decode(rollout.completion_ids[rollout.turns[0].end : rollout.turns[1].start])
+    assert tool_text.startswith("\n<|im_start|>user\n<tool_response>\n")
+    assert first in tool_text and tool_text.endswith("<|im_start|>assistant\n")
+    assert_generated_only(rollout)
+    assert sum(rollout.model_mask) == sum(len(t.ids) for t in rollout.turns)
+
+
+def test_end_of_turn_accounting_against_the_re_rendered_history(tiny, small_catalog, query):
+    """The generated `<|im_end|>` is the turn's last trained token; the template's own turn ending is
+    never added twice; a turn cut at max_new_tokens gets the end-of-turn as an untrained token."""
+    tokenizer, _ = tiny
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    settings = RolloutSettings(max_rollout_steps=4, max_new_tokens=400, max_completion_tokens=20000)
+    texts = [
+        call_text("find_product", {"q": query}, thinking="first"),
+        call_text("find_product", {"q": query, "page": 2}, thinking="second"),
+    ]
+    sampler = Scripted(tokenizer, texts, fallback=lambda ctx, n: [])
+    episode = Episode(small_catalog, query, problem_id="p2", step_cap=settings.max_rollout_steps)
+    frame = TemplateFrame(tokenizer, settings)
+    rollout = run_rollout(episode, frame, sampler, settings)
+    first, second = rollout.turns[0], rollout.turns[1]
+    assert first.ids[-1] == im_end and first.finish == "stop"
+    # exactly one <|im_end|> closes the turn, and it is inside the generated span
+    between = rollout.completion_ids[first.end - 1 : second.start]
+    assert between.count(im_end) == 2  # the turn's own, then the tool turn's
+    assert rollout.completion_ids[first.end] != im_end
+    # the re-rendered history (what a naive trainer would tokenise) is not the generated sequence
+    rendered = frame.prompt_ids(episode.messages, episode.tools)
+    generated = rollout.prompt_ids + rollout.completion_ids[: second.end]
+    assert rendered != generated[: len(rendered)]
+    assert tokenizer.decode(generated).count("<think>") == 2
+    # positions count the kept end-of-turn tokens: step i's span starts after i turns and tool turns
+    assert second.start == first.end + first.env_tokens
+
+    # a turn cut at max_new_tokens: the template's end-of-turn is appended as environment, mask 0
+    cut = RolloutSettings(max_rollout_steps=3, max_new_tokens=40, max_completion_tokens=20000)
+    sampler = Scripted(tokenizer, [call_text("find_product", {"q": query}) + " and more words"], close=False)
+    sampler.fallback = lambda ctx, n: []
+    episode = Episode(small_catalog, query, problem_id="p3", step_cap=cut.max_rollout_steps)
+    ids = tokenizer(call_text("find_product", {"q": query}), add_special_tokens=False)["input_ids"]
+    assert len(ids) < 40
+    rollout = run_rollout(episode, frame, sampler, cut)
+    turn = rollout.turns[0]
+    assert turn.finish == "length" and im_end not in turn.ids
+    assert rollout.completion_ids[turn.end] == im_end and rollout.model_mask[turn.end] == 0
+    assert_generated_only(rollout)
+
+
+def test_rollouts_sample_in_eval_mode_and_restore_training(tiny, small_catalog, query):
+    tokenizer, model = tiny
+    settings = RolloutSettings(max_rollout_steps=2, max_new_tokens=6, max_completion_tokens=2000)
+    seen: list[bool] = []
+    hook = model.model.layers[0].register_forward_pre_hook(lambda module, args: seen.append(module.training))
+    model.train()
+    try:
+        episode = Episode(small_catalog, query, problem_id="p4", step_cap=2)
+        run_rollout(
+            episode, TemplateFrame(tokenizer, settings), HFGenerator(model, tokenizer, settings), settings
+        )
+    finally:
+        hook.remove()
+    assert seen and not any(seen)
+    assert model.training  # restored
+    with eval_mode(model):
+        assert not model.training
+    model.eval()
+    with eval_mode(model):
+        pass
+    assert not model.training
+
+
+def test_the_mask_assertion_fires_on_a_corrupted_mask(tiny, small_catalog, query):
+    tokenizer, _ = tiny
+    settings = RolloutSettings(max_rollout_steps=3, max_new_tokens=200, max_completion_tokens=20000)
+    sampler = Scripted(tokenizer, [call_text("find_product", {"q": query})], fallback=lambda ctx, n: [])
+    episode = Episode(small_catalog, query, problem_id="p5", step_cap=3)
+    rollout = run_rollout(episode, TemplateFrame(tokenizer, settings), sampler, settings)
+    assert_generated_only(rollout)
+    tool_position = rollout.turns[0].end + 3
+    leaked = list(rollout.model_mask)
+    leaked[tool_position] = 1
+    with pytest.raises(MaskError, match="template/tool token is in the loss at completion position"):
+        assert_generated_only(rollout, leaked)
+    dropped = list(rollout.model_mask)
+    dropped[rollout.turns[0].start] = 0
+    with pytest.raises(MaskError, match="generated token is left out"):
+        assert_generated_only(rollout, dropped)
+    with pytest.raises(MaskError, match="positions"):
+        assert_generated_only(rollout, rollout.model_mask[:-1])
