@@ -127,4 +127,7 @@ def register(app: typer.Typer) -> None:
     from shoparena.train.tiny_model import TinyModelConfig
 
     command_from_models(group, "tiny-model", (TinyModelConfig,), tiny_model_command, TINY_HELP)
+    from shoparena.cli import train_grpo_cmd
+
+    train_grpo_cmd.register(group)
     app.add_typer(group)

@@ -26,12 +26,12 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shoparena.train.config import StageConfig, StageResult
 from shoparena.train.multiturn import (
     HFGenerator,
     MaskError,
@@ -39,6 +39,7 @@ from shoparena.train.multiturn import (
     RolloutSettings,
     TemplateFrame,
     assert_generated_only,
+    assert_loss_in_assistant_turns,
     run_rollout,
 )
 from shoparena.train.rewards import TeacherSet, hallucinated_ids, load_teachers, model_steps, tool_match
@@ -73,86 +74,78 @@ VARIANTS: dict[str, dict[str, Any]] = {
 (B 8, lr 5e-7, β 0.2), v19 (v18 + reward = outcome + 0.5 × tool-match, 25 steps a rollout)."""
 
 
-@dataclass
-class GRPOStageConfig:
-    """Everything `shoparena train grpo` needs; a YAML file or the CLI fills it, `--variant` seeds it."""
+class GRPOStageConfig(StageConfig):
+    """Everything `shoparena train grpo` needs. `variant` seeds B, K, lr, β, tool_weight and the rollout
+    step cap with the paper's numbers; a config file's keys and command-line flags override them."""
 
-    model: str = ""
-    """Checkpoint to start from (a local HF directory: the previous stage's output)."""
-    catalog: str = ""
-    problems: str = ""
-    """Training problems (a suite file); the leak guard filters them against `corpus`."""
-    out: str = ""
-    teacher_trajectories: str | None = None
-    """JSONL of teacher runs (trajectory records or corpus rows) for the tool-match reward."""
-    corpus: str | None = None
-    """Corpus directory whose frozen eval and never-touch pools the problems must not touch."""
-    never_touch: list[str] = field(default_factory=list)
-    """Extra never-touch suite files for the leak guard."""
-    variant: str = "v17"
-    batch_problems: int = 3
-    """B: problems per optimizer step."""
-    num_generations: int = 6
-    """K: rollouts per problem (the group whose mean is the baseline)."""
-    learning_rate: float = 1e-6
-    beta: float = 0.1
-    """KL weight to the reference policy (the base model without the adapter)."""
-    tool_weight: float = 0.0
-    """reward = outcome + tool_weight × tool-match."""
-    max_rollout_steps: int = 15
-    max_new_tokens: int = 512
-    """Tokens one model turn may generate."""
-    max_completion_tokens: int = 8192
-    """Tokens of a whole rollout after the prompt (turns and tool results); Dr. GRPO's loss constant."""
-    temperature: float = 1.0
-    top_p: float = 1.0
-    enable_thinking: bool | None = None
-    profile: str = "oro7"
-    similarity: str = "minilm"
-    """Title similarity of the strict scorer: minilm (the arena's) or lexical (tests, smoke runs)."""
-    num_train_epochs: float = 1.0
-    max_steps: int = -1
-    """Optimizer steps; -1 runs `num_train_epochs` over the problems."""
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    lora_target_modules: str = "all-linear"
-    gradient_checkpointing: bool = False
-    merged: bool = False
-    """Also write the base weights with the adapter merged in (`merged/`)."""
-    seed: int = 0
-    logging_steps: int = 1
-    device: str = "auto"
+    stage: ClassVar[str] = "grpo"
 
+    model: str = Field(description="Checkpoint to start from (a local HF directory: the previous stage's).")
+    catalog: Path = Field(description="Catalogue directory the harness tools search.")
+    problems: Path = Field(description="Training problems (a suite file); the leak guard filters them.")
+    teacher_trajectories: Path | None = Field(
+        None,
+        description="Teacher runs (trajectories.jsonl or corpus rows) for the tool-match reward.",
+    )
+    corpus: Path | None = Field(
+        None, description="Corpus dir: problems of its eval and never-touch pools are refused."
+    )
+    never_touch: list[str] = Field(
+        default_factory=list, description="More never-touch suite files for the leak guard."
+    )
+    variant: Literal["v17", "v18", "v19"] = Field(
+        "v17",
+        description="Paper run: v17 (outcome, B 3, K 6, lr 1e-6, β 0.1, 15 steps), v18 (B 8, lr 5e-7, "
+        "β 0.2), v19 (v18 + 0.5 × tool-match, 25 steps).",
+    )
+    batch_problems: int = Field(3, ge=1, description="B: problems per optimizer step.")
+    num_generations: int = Field(
+        6, ge=2, description="K: rollouts per problem (the group whose mean is the baseline)."
+    )
+    learning_rate: float = Field(1e-6, gt=0, description="Learning rate of the LoRA adapter.")
+    beta: float = Field(0.1, ge=0, description="KL weight to the reference policy (the base model).")
+    tool_weight: float = Field(0.0, ge=0, description="reward = outcome + tool_weight × tool-match.")
+    max_rollout_steps: int = Field(15, ge=1, description="Harness steps (model turns) a rollout may take.")
+    max_new_tokens: int = Field(512, ge=1, description="Tokens one model turn may generate.")
+    max_completion_tokens: int = Field(
+        8192,
+        ge=16,
+        description="Tokens of a whole rollout after the prompt (turns + tool results); Dr. GRPO's loss constant.",
+    )
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling of the rollouts.")
+    enable_thinking: bool | None = Field(None, description="Passed to the chat template when set.")
+    profile: Literal["upstream4", "oro7", "full"] = Field("oro7", description="Harness tool profile.")
+    similarity: Literal["minilm", "lexical"] = Field(
+        "minilm", description="Title similarity of the strict scorer (minilm: the arena's)."
+    )
+    num_train_epochs: float = Field(1.0, gt=0, description="Epochs over the problems (unless --max-steps).")
+    lora_r: int = Field(16, ge=1, description="LoRA rank.")
+    lora_alpha: int = Field(32, ge=1, description="LoRA alpha.")
+    lora_dropout: float = Field(0.05, ge=0, lt=1, description="LoRA dropout (off during rollouts).")
+    lora_target_modules: str = Field("all-linear", description="LoRA target modules.")
+    gradient_checkpointing: bool = Field(False, description="Recompute activations in the update.")
+    merged: bool = Field(False, description="Also save the base weights with the adapter merged (merged/).")
+    logging_steps: int = Field(1, ge=1, description="Optimizer steps per metrics.jsonl line.")
+    device: str = Field("auto", description="auto, cpu or cuda[:N].")
+
+    @model_validator(mode="before")
     @classmethod
-    def for_variant(cls, variant: str, **overrides: Any) -> GRPOStageConfig:
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown GRPO variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-        return cls(variant=variant, **{**VARIANTS[variant], **overrides})
+    def _variant_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            variant = data.get("variant", "v17")
+            if variant not in VARIANTS:
+                raise ValueError(f"unknown GRPO variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+            data = {**VARIANTS[variant], **data}
+        return data
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "config") -> GRPOStageConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"{source}: unknown GRPO option(s) {', '.join(unknown)}")
-        base = VARIANTS.get(str(data.get("variant", "v17")), {})
-        return cls(**{**base, **data})
-
-    def validate(self) -> None:
-        for name in ("model", "catalog", "problems", "out"):
-            if not getattr(self, name):
-                raise ValueError(f"train grpo: `{name}` is required")
-        if self.batch_problems < 1 or self.num_generations < 2:
-            raise ValueError("train grpo: B must be ≥ 1 and K ≥ 2 (a group of one has no baseline)")
-        if self.tool_weight > 0 and not self.teacher_trajectories:
+    @model_validator(mode="after")
+    def _teachers_for_tool_match(self) -> GRPOStageConfig:
+        if self.tool_weight > 0 and self.teacher_trajectories is None:
             raise ValueError(
-                f"train grpo: variant {self.variant} has tool_weight {self.tool_weight}; "
-                "give --teacher-trajectories"
+                f"variant {self.variant} has tool_weight {self.tool_weight}: give --teacher-trajectories"
             )
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self
 
 
 class RolloutStats(BaseModel):
@@ -189,28 +182,11 @@ class RolloutStats(BaseModel):
         }
 
 
-class GRPOResult(BaseModel):
-    """What `run_grpo` produced, for the pipeline and the CLI."""
-
-    out: str
-    adapter: str
-    merged: str | None
-    metrics: str
-    rollouts_file: str
-    report: str
-    config: str
-    steps: int
-    rollouts: int
-    problems: int
-    leak_guard: dict[str, int] | None
-    teachers: int
-    wall_s: float
-
-
 class MaskGuard:
     """Holds the rollouts of the current generation and proves each update's loss mask against them."""
 
-    def __init__(self) -> None:
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
         self.by_completion: dict[tuple[int, ...], Rollout] = {}
         self.checks = 0
 
@@ -229,7 +205,9 @@ class MaskGuard:
             rollout = self.by_completion.get(ids)
             if rollout is None:
                 raise MaskError(f"row {row} of the update is not a completion the rollout loop produced")
-            assert_generated_only(rollout, loss_mask[row, :length].tolist())
+            mask = loss_mask[row, :length].tolist()
+            assert_generated_only(rollout, mask)
+            assert_loss_in_assistant_turns(self.tokenizer, rollout, mask)
         self.checks += rows
         return rows
 
@@ -259,7 +237,7 @@ def load_training_problems(config: GRPOStageConfig, say: Callable[[str], None]) 
     from shoparena.scoring.suite import load_problem_file
 
     problems = load_problem_file(config.problems)
-    if not config.corpus:
+    if config.corpus is None:
         say("leak guard: no --corpus given, so eval/never-touch problems cannot be refused; pass the corpus")
         return problems, None
     from shoparena.train.leak_guard import guard_problems
@@ -269,7 +247,7 @@ def load_training_problems(config: GRPOStageConfig, say: Callable[[str], None]) 
     return report.kept, report.counts()
 
 
-def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> GRPOResult:
+def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> StageResult:
     """Run the stage: leak-guarded problems → multi-turn rollouts → Dr. GRPO updates → checkpoint + report."""
     import torch
     from datasets import Dataset
@@ -281,12 +259,11 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     from shoparena.index.catalog_dir import open_catalog
     from shoparena.scoring import RuleScorer, make_similarity
 
-    config.validate()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental: chosen, see above
     started = time.perf_counter()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    config_path = config.write_resolved()
 
     problems, guard_counts = load_training_problems(config, say)
     teachers = (
@@ -331,7 +308,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     backend = open_catalog(config.catalog)
     shops = load_shops(config.catalog)
     scorer = RuleScorer(backend, make_similarity(config.similarity), mode="strict")
-    guard = MaskGuard()
+    guard = MaskGuard(tokenizer)
     rollouts_path = out / "rollouts.jsonl"
     rollouts_path.write_text("")
     window = RolloutStats()
@@ -456,7 +433,8 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         top_p=config.top_p,
         reward_weights=[1.0, config.tool_weight],
         num_train_epochs=config.num_train_epochs,
-        max_steps=config.max_steps,
+        max_steps=config.max_steps or -1,
+        disable_tqdm=not config.progress,
         logging_steps=config.logging_steps,
         save_strategy="no",
         report_to=[],
@@ -505,20 +483,28 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
             config, train_output.global_step, totals, guard_counts, len(problems), len(teachers.by_problem)
         )
     )
-    return GRPOResult(
-        out=str(out),
-        adapter=str(adapter_dir),
-        merged=str(merged_dir) if merged_dir else None,
-        metrics=str(metrics_path),
-        rollouts_file=str(rollouts_path),
-        report=str(report_path),
-        config=str(out / "config.json"),
+    return StageResult(
+        stage="grpo",
+        out=out,
+        checkpoint=adapter_dir,
+        merged=merged_dir,
+        metrics=metrics_path,
+        report=report_path,
+        config=config_path,
         steps=train_output.global_step,
-        rollouts=totals.rollouts,
-        problems=len(problems),
-        leak_guard=guard_counts,
-        teachers=len(teachers.by_problem),
-        wall_s=time.perf_counter() - started,
+        train_loss=train_output.training_loss,
+        tokens=totals.generated_tokens_sum,
+        seconds=time.perf_counter() - started,
+        details={
+            "variant": config.variant,
+            "rollouts": totals.rollouts,
+            "rollouts_file": str(rollouts_path),
+            "problems": len(problems),
+            "teachers": len(teachers.by_problem),
+            "leak_guard": guard_counts,
+            "mask_checks": totals.mask_checks,
+            **{k: v for k, v in totals.line().items() if k not in ("rollouts", "mask_checks")},
+        },
     )
 
 

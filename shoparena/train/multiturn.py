@@ -22,6 +22,7 @@ log-probabilities the update computes) and restore the mode it had.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -33,6 +34,7 @@ from shoparena.harness.episode import Episode
 from shoparena.harness.models import Observation
 from shoparena.harness.protocols import QWEN3, Qwen3Protocol
 from shoparena.records.calls import CallRecord
+from shoparena.train.chat_render import MaskError, assistant_char_ranges
 
 PROBE = "\u2063shoparena-probe\u2063"
 """Placeholder assistant content used to find what a chat template writes around a turn."""
@@ -200,11 +202,10 @@ class TemplateFrame:
         after = self.after_turn_text(tool_messages)
         if turn_ids and turn_ids[-1] in self.eos_ids:
             generated_end = self.tokenizer.decode([turn_ids[-1]])
-            if not after.startswith(generated_end):
-                raise ValueError(
-                    f"the chat template closes a turn with {after[:20]!r}, not the generated {generated_end!r}"
-                )
-            after = after[len(generated_end) :]
+            # the generated end-of-turn is the template's own (`<|im_end|>`): not added a second time;
+            # another end id (`<|endoftext|>`) stays as generated and the template's closing follows
+            if after.startswith(generated_end):
+                after = after[len(generated_end) :]
         return self.encode(after)
 
 
@@ -281,10 +282,6 @@ def tool_result_messages(observations: Sequence[Observation]) -> list[dict]:
     return TOOL_ROLE.render_observations(list(observations))
 
 
-class MaskError(AssertionError):
-    """A loss mask that would train on a token the model did not generate (or skip one it did)."""
-
-
 def assert_generated_only(rollout: Rollout, loss_mask: Sequence[int] | None = None) -> None:
     """Prove a loss mask covers exactly the rollout's generated spans, and the spans hold the generated ids.
 
@@ -312,4 +309,35 @@ def assert_generated_only(rollout: Rollout, loss_mask: Sequence[int] | None = No
             raise MaskError(
                 f"problem {rollout.problem_id}: {what} at completion position {position} "
                 f"(id {rollout.completion_ids[position]})"
+            )
+
+
+def assert_loss_in_assistant_turns(tokenizer: Any, rollout: Rollout, loss_mask: Sequence[int]) -> None:
+    """An independent check from the text alone: every masked-in token, placed in the decoded
+    prompt + completion, lies inside an assistant turn (after an `<|im_start|>assistant\\n` header, up
+    to and including its `<|im_end|>`), never in system, user or tool text or a header.
+
+    Token offsets come from decoding the runs between mask boundaries, as `chat_render` does.
+    """
+    ids = rollout.prompt_ids + rollout.completion_ids
+    mask = [0] * len(rollout.prompt_ids) + [int(bool(b)) for b in loss_mask]
+    if len(mask) != len(ids):
+        raise MaskError(f"problem {rollout.problem_id}: {len(loss_mask)} mask entries for the completion")
+    bounds = sorted({0, len(ids)} | {i for i in range(1, len(ids)) if mask[i] != mask[i - 1]})
+    offsets = {0: 0}
+    text_parts = []
+    for left, right in itertools.pairwise(bounds):
+        part = tokenizer.decode(ids[left:right], skip_special_tokens=False)
+        text_parts.append(part)
+        offsets[right] = offsets[left] + len(part)
+    text = "".join(text_parts)
+    ranges = assistant_char_ranges(text + "<|im_end|>")  # a last turn cut short still counts as one
+    for left, right in itertools.pairwise(bounds):
+        if not mask[left]:
+            continue
+        start, end = offsets[left], offsets[right]
+        if not any(a <= start and end <= b for a, b in ranges):
+            raise MaskError(
+                f"problem {rollout.problem_id}: masked-in text {text[start:end][:80]!r} at character {start} "
+                "is not inside an assistant turn"
             )

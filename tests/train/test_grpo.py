@@ -12,8 +12,8 @@ import shoparena.train.grpo as grpo
 from shoparena.problems.io import write_problems
 from shoparena.train.grpo import VARIANTS, GRPOStageConfig, MaskGuard, run_grpo
 from shoparena.train.multiturn import HFGenerator, MaskError, RolloutSettings, TemplateFrame, run_rollout
+from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 from tests.train.sampling_world import world
-from tests.train.tiny import tiny_checkpoint
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
@@ -48,8 +48,8 @@ def sampling(tmp_path_factory, small_catalog_dir):
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory, small_catalog):
-    return tiny_checkpoint(tmp_path_factory.mktemp("grpo-model"), small_catalog)
+def tiny(tiny_model_dir) -> str:  # noqa: F811
+    return str(tiny_model_dir)
 
 
 @pytest.fixture(scope="module")
@@ -79,42 +79,68 @@ def smoke(variant: str, tiny: str, sampling, problems: Path, out: Path, **overri
         "lora_alpha": 8,
         **overrides,
     }
-    return GRPOStageConfig.for_variant(variant, **options)
+    return GRPOStageConfig(variant=variant, **options)
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def test_v19_end_to_end_with_leak_guard_teachers_and_outputs(tiny, sampling, all_problems, tmp_path):
-    said: list[str] = []
-    config = smoke("v19", tiny, sampling, all_problems, tmp_path / "v19", max_steps=2, merged=True)
-    result = run_grpo(config, say=said.append)
+def test_cli_v19_end_to_end_with_leak_guard_teachers_and_outputs(tiny, sampling, all_problems, tmp_path):
+    from typer.testing import CliRunner
 
-    assert result.steps == 2 and result.rollouts == 2 * 2 * 2
+    from shoparena.cli import app
+
+    out = tmp_path / "v19"
+    args = ["train", "grpo", "--variant", "v19", "--config", str(REPO / "configs/tiny/grpo.yaml")]
+    args += ["--model", tiny, "--catalog", str(sampling.catalog), "--problems", str(all_problems)]
+    args += ["--teacher-trajectories", str(sampling.run / "trajectories.jsonl"), "--out", str(out)]
+    args += ["--corpus", str(sampling.corpus), "--never-touch", str(sampling.never_touch)]
+    args += [
+        "--max-steps",
+        "2",
+        "--max-new-tokens",
+        "8",
+        "--max-completion-tokens",
+        "3000",
+        "--merged",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
     # leak guard: eval and never-touch problems (and their clusters) refused, counts printed
+    assert "leak guard:" in result.output and "grpo:" in result.output
+    resolved = json.loads((out / "config.resolved.json").read_text())
     assert (
-        result.leak_guard and result.leak_guard["dropped_by_id"] + result.leak_guard["dropped_by_cluster"] > 0
+        resolved["variant"] == "v19" and resolved["tool_weight"] == 0.5 and resolved["max_rollout_steps"] == 4
     )
-    assert any(line.startswith("leak guard:") for line in said)
     refused = sampling.pool_ids("eval") | {p.problem_id for p in sampling.never_problems}
-    rollouts = read_jsonl(result.rollouts_file)
-    assert len(rollouts) == 8 and not {r["problem_id"] for r in rollouts} & refused
+    rollouts = read_jsonl(out / "rollouts.jsonl")
+    assert len(rollouts) == 2 * 2 * 2 and not {r["problem_id"] for r in rollouts} & refused
     # v19: every trained problem has a teacher; the reward is outcome + 0.5 × tool-match
     for r in rollouts:
         assert r["reward"] == pytest.approx(r["outcome"] + 0.5 * r["tool_match"])
-    lines = read_jsonl(result.metrics)
+        assert r["steps"] <= 4
+    lines = read_jsonl(out / "metrics.jsonl")
     assert [line["step"] for line in lines] == [1, 2]
     for line in lines:
         assert set(line) >= METRIC_KEYS
         assert line["mask_checks"] == 4 and line["rollouts"] == 4
         assert line["tool_match"] is not None and 0.0 <= line["tool_match"] <= 1.0
     # outputs of every stage: adapter, merged weights, resolved config, report
-    assert (Path(result.adapter) / "adapter_config.json").is_file()
-    assert (Path(result.merged) / "config.json").is_file()
-    assert json.loads(Path(result.config).read_text())["tool_weight"] == 0.5
-    report = Path(result.report).read_text()
+    assert (out / "adapter" / "adapter_config.json").is_file()
+    assert (out / "merged" / "config.json").is_file()
+    report = (out / "report.md").read_text()
     assert "Dr. GRPO (v19)" in report and "dropped_by_cluster" in report and "8 rows checked" in report
+
+
+def test_run_grpo_refuses_what_the_leak_guard_drops(tiny, sampling, tmp_path):
+    refused = [p for p in sampling.problems if p.problem_id in sampling.pool_ids("eval")]
+    path = tmp_path / "eval_only.jsonl"
+    write_problems(path, refused)
+    said: list[str] = []
+    with pytest.raises(ValueError, match="no problems left"):
+        run_grpo(smoke("v17", tiny, sampling, path, tmp_path / "none"), say=said.append)
+    assert said[0].startswith("leak guard:") and f"{len(refused)} dropped by id" in said[0]
 
 
 class HalfRight:
@@ -153,11 +179,12 @@ def test_group_relative_update_moves_the_adapter(tiny, sampling, all_problems, t
     )
     result = run_grpo(config, say=lambda _: None)
     [line] = read_jsonl(result.metrics)
+    assert result.stage == "grpo" and result.steps == 1 and result.details["mask_checks"] == 4
     assert line["reward_std"] > 0 and line["success_rate"] == 0.5
     assert line["loss"] != 0.0
     from safetensors.torch import load_file
 
-    weights = load_file(Path(result.adapter) / "adapter_model.safetensors")
+    weights = load_file(result.checkpoint / "adapter_model.safetensors")
     lora_b = [w for name, w in weights.items() if "lora_B" in name]
     assert lora_b and any(w.abs().sum() > 0 for w in lora_b)  # B starts at zero: only an update moves it
 
@@ -191,7 +218,7 @@ def test_mask_guard_checks_rows_padding_and_unknown_completions(tiny, small_cata
         HFGenerator(model, tokenizer, settings),
         settings,
     )
-    guard = MaskGuard()
+    guard = MaskGuard(tokenizer)
     guard.register([rollout])
     n = len(rollout.completion_ids)
     ids = torch.tensor([rollout.completion_ids + [0, 0]])
@@ -219,17 +246,22 @@ def test_variants_and_their_config_files_agree():
     }
     assert VARIANTS["v18"] == {**VARIANTS["v17"], "batch_problems": 8, "learning_rate": 5e-7, "beta": 0.2}
     assert VARIANTS["v19"] == {**VARIANTS["v18"], "tool_weight": 0.5, "max_rollout_steps": 25}
-    yaml = pytest.importorskip("yaml")
+    base = {"model": "m", "catalog": "c", "problems": "p", "out": "o", "teacher_trajectories": "t"}
     for variant, numbers in VARIANTS.items():
-        data = yaml.safe_load((REPO / "configs" / "paper" / f"grpo_{variant}.yaml").read_text())
-        config = GRPOStageConfig.from_dict(data, source=variant)
+        path = REPO / "configs" / "paper" / f"grpo_{variant}.yaml"
+        config = GRPOStageConfig.from_file(path, **base)
         assert config.variant == variant
         assert {k: getattr(config, k) for k in numbers} == numbers
-    tiny_config = GRPOStageConfig.from_dict(yaml.safe_load((REPO / "configs/tiny/grpo.yaml").read_text()))
+        # the variant alone gives the same numbers, and a flag overrides one of them
+        assert GRPOStageConfig(variant=variant, **base).model_dump(include=set(numbers)) == numbers
+        assert GRPOStageConfig(variant=variant, beta=0.3, **base).beta == 0.3
+    tiny_config = GRPOStageConfig.from_file(REPO / "configs/tiny/grpo.yaml", **base)
     assert tiny_config.max_steps >= 1
-    with pytest.raises(ValueError, match="unknown GRPO option"):
-        GRPOStageConfig.from_dict({"variant": "v17", "bogus": 1})
-    with pytest.raises(ValueError, match="unknown GRPO variant"):
-        GRPOStageConfig.for_variant("v20")
-    with pytest.raises(ValueError, match="teacher-trajectories"):
-        GRPOStageConfig.for_variant("v19", model="m", catalog="c", problems="p", out="o").validate()
+    from shoparena.train.config import ConfigError
+
+    with pytest.raises(ConfigError, match="bogus"):
+        GRPOStageConfig.from_values({**base, "bogus": 1})
+    with pytest.raises(ConfigError, match="unknown GRPO variant"):
+        GRPOStageConfig.from_values({**base, "variant": "v20"})
+    with pytest.raises(ConfigError, match="teacher-trajectories"):
+        GRPOStageConfig.from_values({**base, "variant": "v19", "teacher_trajectories": None})

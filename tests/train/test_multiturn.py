@@ -18,20 +18,30 @@ from shoparena.train.multiturn import (
     RolloutSettings,
     TemplateFrame,
     assert_generated_only,
+    assert_loss_in_assistant_turns,
     eval_mode,
     run_rollout,
 )
-from tests.train.tiny import tiny_checkpoint
+from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Two cores shared by many processes: one torch thread is ~10x faster than two fighting ones."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory, small_catalog):
-    path = tiny_checkpoint(tmp_path_factory.mktemp("grpo-tiny"), small_catalog)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-    model = transformers.AutoModelForCausalLM.from_pretrained(path)
+def tiny(tiny_model_dir):  # noqa: F811
+    """`shoparena train tiny-model`'s checkpoint: Qwen3's own chat template, random weights."""
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     return tokenizer, model
 
 
@@ -94,6 +104,7 @@ def test_multiturn_rollout_runs_the_real_tools_and_keeps_generated_ids(tiny, sma
     assert tool_text.startswith("\n<|im_start|>user\n<tool_response>\n")
     assert first in tool_text and tool_text.endswith("<|im_start|>assistant\n")
     assert_generated_only(rollout)
+    assert_loss_in_assistant_turns(tokenizer, rollout, rollout.model_mask)
     assert sum(rollout.model_mask) == sum(len(t.ids) for t in rollout.turns)
 
 
@@ -180,3 +191,15 @@ def test_the_mask_assertion_fires_on_a_corrupted_mask(tiny, small_catalog, query
         assert_generated_only(rollout, dropped)
     with pytest.raises(MaskError, match="positions"):
         assert_generated_only(rollout, rollout.model_mask[:-1])
+
+    # the text check knows nothing of spans: a rollout whose own record claims a tool token was
+    # generated passes the span check but not the text check
+    assert_loss_in_assistant_turns(tokenizer, rollout, rollout.model_mask)
+    forged = rollout.model_copy(deep=True)
+    first = forged.turns[0]
+    first.end += 3
+    first.ids = forged.completion_ids[first.start : first.end]
+    forged.model_mask[first.end - 3 : first.end] = [1, 1, 1]
+    assert_generated_only(forged)
+    with pytest.raises(MaskError, match="not inside an assistant turn"):
+        assert_loss_in_assistant_turns(tokenizer, forged, forged.model_mask)
