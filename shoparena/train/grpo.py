@@ -255,6 +255,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    from shoparena.agents.hf_agent import is_adapter_dir, load_adapter_model
     from shoparena.harness.episode import Episode, load_shops
     from shoparena.index.catalog_dir import open_catalog
     from shoparena.scoring import RuleScorer, make_similarity
@@ -291,9 +292,17 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     use_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
-    model = AutoModelForCausalLM.from_pretrained(
-        config.model, dtype=torch.bfloat16 if use_bf16 else torch.float32
-    )
+    dtype = torch.bfloat16 if use_bf16 else torch.float32
+    from_adapter = is_adapter_dir(config.model)
+    if from_adapter:
+        # a previous stage's LoRA adapter: its policy (base + adapter, merged) is where GRPO starts and
+        # the reference its KL is measured to; the new adapter sits on top of it, so the output is only
+        # usable merged (an adapter alone would name the bare base model)
+        model = load_adapter_model(config.model, dtype, trust_remote_code=False).merge_and_unload()
+        say(f"{config.model} is a LoRA adapter: starting from base + adapter merged; writing merged weights")
+    else:
+        model = AutoModelForCausalLM.from_pretrained(config.model, dtype=dtype)
+    limit = getattr(model.config, "max_position_embeddings", None)
 
     settings = RolloutSettings(
         max_rollout_steps=config.max_rollout_steps,
@@ -303,6 +312,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         top_p=config.top_p,
         profile=config.profile,
         enable_thinking=config.enable_thinking,
+        context_limit=limit,
     )
     frame = TemplateFrame(tokenizer, settings)
     backend = open_catalog(config.catalog)
@@ -471,7 +481,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     trainer.save_model(str(adapter_dir))
     tokenizer.save_pretrained(adapter_dir)
     merged_dir: Path | None = None
-    if config.merged:
+    if config.merged or from_adapter:
         merged_dir = out / "merged"
         merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
         merged.save_pretrained(merged_dir)

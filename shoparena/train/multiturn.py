@@ -57,6 +57,8 @@ class RolloutSettings(BaseModel):
     profile: str = "oro7"
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
     enable_thinking: bool | None = None
+    context_limit: int | None = Field(None, ge=1)
+    """The model's context length: prompt + completion never pass it."""
 
 
 class TurnSpan(BaseModel):
@@ -231,8 +233,10 @@ def run_rollout(
     end_reason = ""
     while True:
         room = settings.max_completion_tokens - len(completion)
+        if settings.context_limit is not None:
+            room = min(room, settings.context_limit - len(prompt_ids) - len(completion))
         if room <= 0:
-            end_reason = f"completion budget of {settings.max_completion_tokens} tokens spent"
+            end_reason = "token budget spent (completion budget or the model's context length)"
             break
         new_ids = list(generate(prompt_ids + completion, min(settings.max_new_tokens, room)))
         stopped = bool(new_ids) and new_ids[-1] in frame.eos_ids
@@ -257,8 +261,11 @@ def run_rollout(
             end_reason = episode.end_reason or "the episode ended"
             break
         env = frame.env_ids_after(new_ids, tool_result_messages(observations))
-        if len(completion) + len(env) >= settings.max_completion_tokens:
-            end_reason = f"the next tool turn would pass the {settings.max_completion_tokens}-token budget"
+        limit = settings.max_completion_tokens
+        if settings.context_limit is not None:
+            limit = min(limit, settings.context_limit - len(prompt_ids))
+        if len(completion) + len(env) >= limit:
+            end_reason = f"the next tool turn would pass the token budget ({limit} completion tokens)"
             break
         completion.extend(env)
         mask.extend([0] * len(env))

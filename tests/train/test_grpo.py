@@ -265,3 +265,26 @@ def test_variants_and_their_config_files_agree():
         GRPOStageConfig.from_values({**base, "variant": "v20"})
     with pytest.raises(ConfigError, match="teacher-trajectories"):
         GRPOStageConfig.from_values({**base, "variant": "v19", "teacher_trajectories": None})
+
+
+def test_starting_from_a_previous_stages_adapter_writes_merged_weights(tiny, sampling, tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    adapter = tmp_path / "kto-adapter"
+    peft_model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny), LoraConfig(r=2, target_modules="all-linear")
+    )
+    peft_model.save_pretrained(adapter)
+    AutoTokenizer.from_pretrained(tiny).save_pretrained(adapter)
+    problems = tmp_path / "train.jsonl"
+    write_problems(problems, sampling.fresh[:2])
+    said: list[str] = []
+    result = run_grpo(
+        smoke("v17", str(adapter), sampling, problems, tmp_path / "from-adapter", corpus=None),
+        say=said.append,
+    )
+    assert any("is a LoRA adapter" in line for line in said)
+    assert any("leak guard: no --corpus" in line for line in said)
+    assert result.merged is not None and result.model_path == result.merged
+    assert AutoModelForCausalLM.from_pretrained(result.merged).config.num_hidden_layers >= 1

@@ -203,3 +203,17 @@ def test_the_mask_assertion_fires_on_a_corrupted_mask(tiny, small_catalog, query
     assert_generated_only(forged)
     with pytest.raises(MaskError, match="not inside an assistant turn"):
         assert_loss_in_assistant_turns(tokenizer, forged, forged.model_mask)
+
+
+def test_a_rollout_never_passes_the_models_context(tiny, small_catalog, query):
+    tokenizer, model = tiny
+    settings = RolloutSettings(max_rollout_steps=3, max_new_tokens=50, max_completion_tokens=5000)
+    frame = TemplateFrame(tokenizer, settings)
+    episode = Episode(small_catalog, query, problem_id="p6", step_cap=3)
+    prompt = frame.prompt_ids(
+        [{"role": "system", "content": settings.system_prompt}, *episode.messages], episode.tools
+    )
+    tight = settings.model_copy(update={"context_limit": len(prompt) + 7})
+    rollout = run_rollout(episode, frame, HFGenerator(model, tokenizer, tight), tight)
+    assert rollout.prompt_ids == prompt
+    assert len(rollout.prompt_ids) + len(rollout.completion_ids) <= len(prompt) + 7
