@@ -56,6 +56,31 @@ def pick_device(device: str) -> str:
     return device
 
 
+def is_adapter_dir(path: str) -> bool:
+    """A PEFT adapter directory (what the training stages write): `adapter_config.json`, no full model."""
+    return (Path(path) / "adapter_config.json").is_file()
+
+
+def load_adapter_model(path: str, torch_dtype: Any, trust_remote_code: bool) -> Any:
+    """The base model named in the adapter's config with the adapter applied (peft imported only here).
+    The training stages save the tokenizer beside the adapter, so the prompt format is the trained one."""
+    import json
+
+    from transformers import AutoModelForCausalLM
+
+    base = json.loads((Path(path) / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    if not base:
+        raise ValueError(f"{path}/adapter_config.json names no base_model_name_or_path")
+    try:
+        from peft import PeftModel
+    except ImportError as exc:
+        raise ValueError(
+            f"{path} is a LoRA adapter; loading it needs peft (pip install 'shoparena[train]')"
+        ) from exc
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+    return PeftModel.from_pretrained(model, path)
+
+
 class HFAgent(Agent):
     """Generates with `transformers` on CPU or GPU; one `generate` per turn, no batching across problems."""
 
@@ -124,9 +149,12 @@ class HFAgent(Agent):
                 raise ValueError(f"hf agent: unknown dtype {dtype!r}; use auto, float32, bfloat16, float16")
         try:
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-            model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=torch_dtype, trust_remote_code=trust_remote_code
-            )
+            if is_adapter_dir(path):
+                model = load_adapter_model(path, torch_dtype, trust_remote_code)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(
+                    path, dtype=torch_dtype, trust_remote_code=trust_remote_code
+                )
         except (OSError, ValueError) as exc:
             raise ValueError(f"hf agent: cannot load a causal LM checkpoint from {path}: {exc}") from exc
         model.to(self.device)
@@ -217,7 +245,8 @@ class HFAgent(Agent):
 
 
 def make_hf_agent(target: str, **options: Any) -> HFAgent:
-    """`hf:PATH`: a checkpoint directory (or a hub id already in the local cache)."""
+    """`hf:PATH`: a checkpoint directory, a LoRA adapter directory (base model from its
+    `adapter_config.json`), or a hub id already in the local cache."""
     if not target.strip():
         raise ValueError("hf agent: give a checkpoint path, e.g. hf:./runs/sft/final")
     return HFAgent(target, **options)
