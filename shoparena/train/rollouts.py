@@ -12,6 +12,7 @@ never by a second converter: a sampled row looks exactly like a corpus row.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,9 +27,12 @@ from shoparena.corpus.export import trl_message
 from shoparena.corpus.normalise import NormaliseError, from_trajectory
 from shoparena.corpus.trace import trace_calls
 from shoparena.problems.models import Problem
+from shoparena.train.leak_guard import GuardReport, guard_problems
 
-MODEL_KINDS = ("hf", "openai")
-"""Agent kinds that sample from a model, and so take temperature, top_p and a turn cap."""
+MODEL_KINDS = ("hf", "openai", "live")
+"""Agent kinds that sample from a model, and so take temperature, top_p, a turn cap and a token cap
+(`live`: the in-memory policy, `train.live_agent`)."""
+TOKEN_OPTION = {"hf": "max_new_tokens", "live": "max_new_tokens", "openai": "max_tokens"}
 TRAJECTORIES = "trajectories.jsonl"
 
 
@@ -40,7 +44,7 @@ class Sampling:
     samples: int = 8
     temperature: float = 0.9
     top_p: float = 0.95
-    max_turns: int = 8
+    max_turns: int | None = 8
     max_new_tokens: int | None = None
     profile: Literal["upstream4", "oro7", "full"] = "oro7"
     protocol: str | None = None
@@ -74,12 +78,15 @@ def eval_config(
     """The eval run that samples `agent` over `problems`: strict scoring, sampling options for models."""
     kind = agent.partition(":")[0]
     options: dict[str, Any] = {}
-    model_fields: dict[str, Any] = {}
+    base_url = None
     if kind in MODEL_KINDS:
-        options.update(top_p=sampling.top_p, max_turns=sampling.max_turns)
-        model_fields.update(temperature=sampling.temperature, max_tokens=sampling.max_new_tokens)
-        if kind == "openai" and sampling.base_url:
-            model_fields["base_url"] = sampling.base_url
+        options.update(temperature=sampling.temperature, top_p=sampling.top_p)
+        if sampling.max_turns is not None:
+            options["max_turns"] = sampling.max_turns
+        if sampling.max_new_tokens is not None:
+            options[TOKEN_OPTION[kind]] = sampling.max_new_tokens
+        if kind == "openai":
+            base_url = sampling.base_url
     options.update(sampling.options)
     return EvalConfig(
         catalog=catalog,
@@ -96,7 +103,7 @@ def eval_config(
         timeout=sampling.timeout,
         options=options,
         bootstrap=0,
-        **model_fields,
+        base_url=base_url,
     )
 
 
@@ -221,14 +228,100 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> int:
     return count
 
 
-__all__ = [
-    "RolloutResult",
-    "Rows",
-    "Sampling",
-    "eval_config",
-    "read_records",
-    "sample_rollouts",
-    "strict_pass",
-    "training_rows",
-    "write_jsonl",
-]
+# -- the sampling step of the rs and teacher stages -------------------------------------------------------
+class Collected(BaseModel):
+    """Guard → sample → keep strict 1.0 → training rows, with every count a stage reports."""
+
+    guard: GuardReport
+    rollouts: RolloutResult
+    rows: list[dict]
+    rejects: list[RowReject]
+    duplicates: int
+    """Passing episodes whose conversation repeated an earlier one exactly (kept once)."""
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "problems": self.guard.candidates,
+            "guard_kept": len(self.guard.kept),
+            "guard_dropped_by_id": len(self.guard.dropped_by_id),
+            "guard_dropped_by_cluster": len(self.guard.dropped_by_cluster),
+            "sampled": self.rollouts.sampled,
+            "passed": self.rollouts.passed,
+            "row_rejects": len(self.rejects),
+            "duplicates": self.duplicates,
+            "rows": len(self.rows),
+        }
+
+
+def collect(
+    agent: str,
+    catalog: Path,
+    problems_file: Path,
+    corpus: Path,
+    out: Path,
+    sampling: Sampling,
+    *,
+    limit: int | None = None,
+    never_touch: list[Path] | None = None,
+    progress: bool = True,
+    say: Callable[[str], None] = print,
+) -> Collected:
+    """The guarded sampling step: the problems the leak guard keeps (counts printed through `say` and
+    written to `out/guard.json`), sampled into `out/rollouts`, the strict 1.0 episodes as training rows
+    (`out/rollout_rows.jsonl`; rejects with reasons in `out/rollout_rejects.jsonl`)."""
+    from shoparena.scoring.suite import load_problem_file
+
+    problems = load_problem_file(problems_file)[:limit] if limit else load_problem_file(problems_file)
+    guard = guard_problems(problems, corpus, never_touch)
+    say(guard.summary())
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "guard.json").write_bytes(
+        orjson.dumps(
+            {
+                "counts": guard.counts(),
+                "dropped": [d.model_dump() for d in guard.dropped_by_id + guard.dropped_by_cluster],
+                "corpus": guard.corpus,
+                "manifest_sha256": guard.manifest_sha256,
+            },
+            option=orjson.OPT_INDENT_2,
+        )
+    )
+    run_dir = out / "rollouts"
+    with _bar(f"sampling {agent}", len(guard.kept) * sampling.samples, progress) as advance:
+        rollouts = sample_rollouts(agent, catalog, guard.kept, run_dir, sampling, advance)
+    passing = [r for r in read_records(run_dir / TRAJECTORIES) if strict_pass(r)]
+    converted = training_rows(passing, str(run_dir / TRAJECTORIES))
+    rows, seen, duplicates = [], set(), 0
+    for row in converted.rows:
+        key = orjson.dumps(row["messages"], option=orjson.OPT_SORT_KEYS)
+        if key in seen:
+            duplicates += 1
+            continue
+        seen.add(key)
+        rows.append(row)
+    write_jsonl(out / "rollout_rows.jsonl", rows)
+    write_jsonl(out / "rollout_rejects.jsonl", converted.rejects)
+    collected = Collected(
+        guard=guard, rollouts=rollouts, rows=rows, rejects=converted.rejects, duplicates=duplicates
+    )
+    c = collected.counts()
+    say(
+        f"sampled {c['sampled']} episodes, {c['passed']} at strict 1.0, {c['rows']} training rows "
+        f"({c['row_rejects']} rejected, {c['duplicates']} duplicates)"
+    )
+    return collected
+
+
+@contextmanager
+def _bar(description: str, total: int, show: bool) -> Iterator[Callable[[RunProgress], None] | None]:
+    """A progress bar fed by `run_eval`'s progress (episodes done, resumed ones included)."""
+    if not show:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda state: bar.update(task, completed=state.done, total=state.total)
