@@ -22,8 +22,8 @@ mask it is about to use is exactly the generated spans of the rollout each row c
 from __future__ import annotations
 
 import json
-import math
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoparena.train.config import StageConfig, StageResult
+from shoparena.train.metrics import METRICS_FILE, REPORT_FILE, MetricsLog, progress_callback, write_report
 from shoparena.train.multiturn import (
     HFGenerator,
     MaskError,
@@ -80,7 +81,9 @@ class GRPOStageConfig(StageConfig):
 
     stage: ClassVar[str] = "grpo"
 
-    model: str = Field(description="Checkpoint to start from (a local HF directory: the previous stage's).")
+    model: Path = Field(
+        description="Checkpoint to start from: a model directory or an earlier stage's adapter directory."
+    )
     catalog: Path = Field(description="Catalogue directory the harness tools search.")
     problems: Path = Field(description="Training problems (a suite file); the leak guard filters them.")
     teacher_trajectories: Path | None = Field(
@@ -123,11 +126,15 @@ class GRPOStageConfig(StageConfig):
     lora_r: int = Field(16, ge=1, description="LoRA rank.")
     lora_alpha: int = Field(32, ge=1, description="LoRA alpha.")
     lora_dropout: float = Field(0.05, ge=0, lt=1, description="LoRA dropout (off during rollouts).")
-    lora_target_modules: str = Field("all-linear", description="LoRA target modules.")
+    lora_target_modules: list[str] = Field(
+        default_factory=lambda: ["all-linear"],
+        description="Modules LoRA adapts: all-linear, or names such as q_proj k_proj v_proj o_proj.",
+    )
     gradient_checkpointing: bool = Field(False, description="Recompute activations in the update.")
-    merged: bool = Field(False, description="Also save the base weights with the adapter merged (merged/).")
+    merge: bool = Field(False, description="Also write the adapter merged into the base model (merged/).")
+    attn_implementation: str = Field("sdpa", description="Attention kernel: sdpa, eager, flash_attention_2.")
+    dtype: str = Field("auto", description="auto (bf16 on a GPU that has it, else fp32), float32, bfloat16.")
     logging_steps: int = Field(1, ge=1, description="Optimizer steps per metrics.jsonl line.")
-    device: str = Field("auto", description="auto, cpu or cuda[:N].")
 
     @model_validator(mode="before")
     @classmethod
@@ -212,14 +219,6 @@ class MaskGuard:
         return rows
 
 
-def _torch_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 def _reward_outcome(prompts, completions, outcome, **_: Any) -> list[float]:
     return [float(v) for v in outcome]
 
@@ -252,13 +251,13 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from shoparena.agents.hf_agent import is_adapter_dir, load_adapter_model
     from shoparena.harness.episode import Episode, load_shops
     from shoparena.index.catalog_dir import open_catalog
     from shoparena.scoring import RuleScorer, make_similarity
+    from shoparena.train.checkpoint import load_causal_lm, load_tokenizer, save_adapter, save_merged
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental: chosen, see above
     started = time.perf_counter()
@@ -285,23 +284,13 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         )
     by_id = {p.problem_id: p for p in problems}
 
-    device = _torch_device(config.device)
-    tokenizer = AutoTokenizer.from_pretrained(config.model)
-    if not tokenizer.chat_template:
-        raise ValueError(f"train grpo: {config.model} has no chat template")
+    tokenizer = load_tokenizer(config.model)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    use_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
-    dtype = torch.bfloat16 if use_bf16 else torch.float32
-    from_adapter = is_adapter_dir(config.model)
-    if from_adapter:
-        # a previous stage's LoRA adapter: its policy (base + adapter, merged) is where GRPO starts and
-        # the reference its KL is measured to; the new adapter sits on top of it, so the output is only
-        # usable merged (an adapter alone would name the bare base model)
-        model = load_adapter_model(config.model, dtype, trust_remote_code=False).merge_and_unload()
-        say(f"{config.model} is a LoRA adapter: starting from base + adapter merged; writing merged weights")
-    else:
-        model = AutoModelForCausalLM.from_pretrained(config.model, dtype=dtype)
+    # a previous stage's adapter directory loads as its base chain merged: GRPO starts from that policy,
+    # measures its KL to it, and the new adapter records that directory as its base (save_adapter)
+    model = load_causal_lm(config.model, dtype=config.dtype, attn_implementation=config.attn_implementation)
+    use_bf16 = next(model.parameters()).dtype == torch.bfloat16
     limit = getattr(model.config, "max_position_embeddings", None)
 
     settings = RolloutSettings(
@@ -403,27 +392,41 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
             totals.mask_checks += checked
             return super()._compute_loss(model, inputs)
 
-    metrics_path = out / "metrics.jsonl"
-    metrics_path.write_text("")
+    metrics_path = out / METRICS_FILE
+    metrics_path.unlink(missing_ok=True)
+    log = MetricsLog(metrics_path, stage="grpo", variant=config.variant)
+    clock = time.monotonic()
 
-    class MetricsLog(TrainerCallback):
+    class GRPOMetrics(TrainerCallback):
+        """One metrics.jsonl line per logging step: TRL's loss/KL/reward numbers and the window's rollouts."""
+
         def on_log(self, args, state, control, logs=None, **kwargs):
             if not logs or "loss" not in logs:
                 return
-            line = {
-                "step": state.global_step,
-                "loss": logs.get("loss"),
-                "kl": logs.get("kl"),
-                "reward_mean": logs.get("reward"),
-                "reward_std": logs.get("reward_std"),
-                "outcome_mean": logs.get("rewards/outcome/mean"),
-                "tool_match_reward_mean": logs.get("rewards/tool_match/mean"),
-                "learning_rate": logs.get("learning_rate"),
-                **window.line(),
-            }
-            with metrics_path.open("a") as handle:
-                handle.write(json.dumps(line) + "\n")
+            elapsed = time.monotonic() - clock
+            log.write(
+                {
+                    "step": state.global_step,
+                    "loss": logs.get("loss"),
+                    "kl": logs.get("kl"),
+                    "reward_mean": logs.get("reward"),
+                    "reward_std": logs.get("reward_std"),
+                    "outcome_mean": logs.get("rewards/outcome/mean"),
+                    "tool_match_reward_mean": logs.get("rewards/tool_match/mean"),
+                    "learning_rate": logs.get("learning_rate"),
+                    "grad_norm": logs.get("grad_norm"),
+                    **window.line(),
+                    "elapsed_s": round(elapsed, 3),
+                    "generated_tokens_per_s": round(totals.generated_tokens_sum / elapsed, 2)
+                    if elapsed
+                    else None,
+                }
+            )
             window.__init__()
+
+    callbacks: list[Any] = [GRPOMetrics()]
+    if config.progress:
+        callbacks.append(progress_callback(f"grpo {config.variant}"))
 
     dataset = Dataset.from_list(
         [{"prompt": [{"role": "user", "content": p.query, "problem_id": p.problem_id}]} for p in problems]
@@ -444,13 +447,13 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         reward_weights=[1.0, config.tool_weight],
         num_train_epochs=config.num_train_epochs,
         max_steps=config.max_steps or -1,
-        disable_tqdm=not config.progress,
+        disable_tqdm=True,
         logging_steps=config.logging_steps,
         save_strategy="no",
         report_to=[],
         seed=config.seed,
         bf16=use_bf16,
-        use_cpu=device == "cpu",
+        use_cpu=not torch.cuda.is_available(),
         gradient_checkpointing=config.gradient_checkpointing,
         remove_unused_columns=False,
         log_completions=False,
@@ -459,7 +462,9 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
         lora_dropout=config.lora_dropout,
-        target_modules=config.lora_target_modules,
+        target_modules="all-linear"
+        if config.lora_target_modules == ["all-linear"]
+        else config.lora_target_modules,
         task_type="CAUSAL_LM",
     )
     trainer = MaskCheckedGRPOTrainer(
@@ -470,28 +475,21 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         processing_class=tokenizer,
         peft_config=peft_config,
         rollout_func=rollout_func,
-        callbacks=[MetricsLog()],
+        callbacks=callbacks,
     )
     try:
         train_output = trainer.train()
     finally:
         backend.close()
+        log.close()
 
-    adapter_dir = out / "adapter"
-    trainer.save_model(str(adapter_dir))
-    tokenizer.save_pretrained(adapter_dir)
-    merged_dir: Path | None = None
-    if config.merged or from_adapter:
-        merged_dir = out / "merged"
-        merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
-        merged.save_pretrained(merged_dir)
-        tokenizer.save_pretrained(merged_dir)
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    adapter_dir = save_adapter(policy, tokenizer, out / "adapter", config.model)
+    merged_dir = save_merged(policy, tokenizer, out / "merged") if config.merge else None
+    shutil.rmtree(out / "trainer", ignore_errors=True)
 
-    report_path = out / "report.md"
-    report_path.write_text(
-        _report(
-            config, train_output.global_step, totals, guard_counts, len(problems), len(teachers.by_problem)
-        )
+    report_path = _report(
+        out / REPORT_FILE, config, train_output.global_step, totals, guard_counts, len(problems), teachers
     )
     return StageResult(
         stage="grpo",
@@ -518,39 +516,42 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     )
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.4g}"
-    return str(value)
-
-
 def _report(
+    path: Path,
     config: GRPOStageConfig,
     steps: int,
     totals: RolloutStats,
     guard_counts: dict[str, int] | None,
     problems: int,
-    teachers: int,
-) -> str:
-    line = totals.line()
-    rows = "\n".join(f"| {key} | {_fmt(value)} |" for key, value in line.items())
+    teachers: TeacherSet,
+) -> Path:
     guard = (
         ", ".join(f"{k} {v}" for k, v in guard_counts.items())
         if guard_counts
         else "not applied (no corpus given)"
     )
-    return (
-        f"# Dr. GRPO ({config.variant})\n\n"
-        f"- model: `{config.model}`\n- problems: {problems} (leak guard: {guard})\n"
-        f"- teacher trajectories: {teachers}\n"
-        f"- B {config.batch_problems}, K {config.num_generations}, lr {config.learning_rate:g}, "
-        f"β {config.beta:g}, tool_weight {config.tool_weight:g}, {config.max_rollout_steps} steps a rollout\n"
-        f"- loss: dr_grpo (advantage = reward − group mean, per-token, ÷ {config.max_completion_tokens})\n"
-        f"- optimizer steps: {steps}; every update's loss mask proved assistant-only "
-        f"({totals.mask_checks} rows checked)\n\n"
-        f"| rollouts (whole run) | |\n|---|---|\n{rows}\n\n"
-        "Per-step numbers (loss, KL, reward mean/std, tool-match, hallucinated ids, partial successes) are "
-        "in `metrics.jsonl`.\n"
+    facts: dict[str, Any] = {
+        "model": str(config.model),
+        "problems": problems,
+        "leak guard": guard,
+        "teacher trajectories": f"{len(teachers.by_problem)} problems ({len(teachers.rejects)} lines skipped)",
+        "B × K": f"{config.batch_problems} × {config.num_generations}",
+        "learning rate": config.learning_rate,
+        "β (KL)": config.beta,
+        "reward": f"outcome + {config.tool_weight:g} × tool-match",
+        "steps a rollout": config.max_rollout_steps,
+        "loss": f"dr_grpo (reward − group mean, no std; per-token ÷ {config.max_completion_tokens})",
+        "optimizer steps": steps,
+        "mask proofs": f"{totals.mask_checks} rows checked before their updates",
+    }
+    facts.update({f"rollouts: {k}": v for k, v in totals.line().items()})
+    return write_report(
+        path,
+        f"Dr. GRPO ({config.variant})",
+        facts,
+        {
+            "Files": "`metrics.jsonl` (per step: loss, KL, reward mean/std, tool-match, hallucinated ids, "
+            "partial successes), `rollouts.jsonl` (one line per rollout), `adapter/` (+ `merged/`), "
+            "`config.resolved.json`."
+        },
     )
