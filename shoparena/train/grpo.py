@@ -41,7 +41,7 @@ from shoparena.train.multiturn import (
     TemplateFrame,
     assert_generated_only,
     assert_loss_in_assistant_turns,
-    run_rollout,
+    run_rollouts,
 )
 from shoparena.train.rewards import TeacherSet, hallucinated_ids, load_teachers, model_steps, tool_match
 
@@ -110,6 +110,9 @@ class GRPOStageConfig(StageConfig):
     tool_weight: float = Field(0.0, ge=0, description="reward = outcome + tool_weight × tool-match.")
     max_rollout_steps: int = Field(15, ge=1, description="Harness steps (model turns) a rollout may take.")
     max_new_tokens: int = Field(512, ge=1, description="Tokens one model turn may generate.")
+    rollout_batch_size: int = Field(
+        16, ge=1, description="Episodes whose turns are sampled together in one generate call."
+    )
     max_completion_tokens: int = Field(
         8192,
         ge=16,
@@ -316,13 +319,17 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     def rollout_func(prompts: list, trainer: Any) -> dict[str, Any]:
         policy = trainer.accelerator.unwrap_model(trainer.model)
         generate = HFGenerator(policy, tokenizer, settings)
-        rollouts: list[Rollout] = []
-        for prompt in prompts:
-            problem = by_id[prompt[-1]["problem_id"]]
-            episode = Episode.for_problem(
-                problem, backend, profile=settings.profile, step_cap=settings.max_rollout_steps, shops=shops
+        episodes = [
+            Episode.for_problem(
+                by_id[prompt[-1]["problem_id"]],
+                backend,
+                profile=settings.profile,
+                step_cap=settings.max_rollout_steps,
+                shops=shops,
             )
-            rollouts.append(run_rollout(episode, frame, generate, settings))
+            for prompt in prompts
+        ]
+        rollouts = run_rollouts(episodes, frame, generate.batch, settings, config.rollout_batch_size)
         scores = scorer.score_many(
             [
                 (

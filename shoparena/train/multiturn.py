@@ -98,6 +98,8 @@ class Rollout(BaseModel):
 
 GenerateFn = Callable[[list[int], int], list[int]]
 """`generate(context_ids, max_new_tokens) -> new ids` (ending on an end-of-turn id unless cut)."""
+BatchGenerateFn = Callable[[list[list[int]], list[int]], list[list[int]]]
+"""`generate_batch(contexts, max_new_tokens per row) -> new ids per row`."""
 
 
 @contextmanager
@@ -142,15 +144,22 @@ class HFGenerator:
         self.pad_id = pad if pad is not None else self.eos_ids[0]
 
     def __call__(self, context_ids: list[int], max_new_tokens: int) -> list[int]:
+        return self.batch([context_ids], [max_new_tokens])[0]
+
+    def batch(self, contexts: list[list[int]], max_new_tokens: list[int]) -> list[list[int]]:
+        """One turn for each context, sampled together (left-padded); each cut at its first end-of-turn
+        id and at its own allowance."""
         import torch
 
         device = next(self.model.parameters()).device
-        input_ids = torch.tensor([context_ids], device=device)
+        width = max(len(c) for c in contexts)
+        input_ids = torch.tensor([[self.pad_id] * (width - len(c)) + c for c in contexts], device=device)
+        attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=device)
         with eval_mode(self.model), torch.no_grad():
             output = self.model.generate(
                 input_ids=input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                max_new_tokens=max_new_tokens,
+                attention_mask=attention,
+                max_new_tokens=max(max_new_tokens),
                 do_sample=True,
                 temperature=self.settings.temperature,
                 top_p=self.settings.top_p,
@@ -158,12 +167,12 @@ class HFGenerator:
                 eos_token_id=self.eos_ids,
                 pad_token_id=self.pad_id,
             )
-        new = output[0, len(context_ids) :].tolist()
-        # generate pads finished rows; one row never needs it, but cut at the first end-of-turn anyway
-        for i, token in enumerate(new):
-            if token in self.eos_ids:
-                return new[: i + 1]
-        return new
+        rows = []
+        for row, allowance in zip(output[:, width:].tolist(), max_new_tokens, strict=True):
+            row = row[:allowance]
+            end = next((i for i, token in enumerate(row) if token in self.eos_ids), None)
+            rows.append(row if end is None else row[: end + 1])
+        return rows
 
 
 class TemplateFrame:
@@ -218,6 +227,82 @@ def initial_messages(episode: Episode, settings: RolloutSettings) -> list[dict]:
     return messages
 
 
+class _Play:
+    """One episode in progress: its token sequence so far and the turn-by-turn bookkeeping."""
+
+    def __init__(self, episode: Episode, frame: TemplateFrame, settings: RolloutSettings):
+        self.episode, self.frame, self.settings = episode, frame, settings
+        self.prompt_ids = frame.prompt_ids(initial_messages(episode, settings), episode.tools)
+        self.completion: list[int] = []
+        self.mask: list[int] = []
+        self.turns: list[TurnSpan] = []
+        self.end_reason: str | None = None
+        limit = settings.max_completion_tokens
+        if settings.context_limit is not None:
+            limit = min(limit, settings.context_limit - len(self.prompt_ids))
+        self.limit = limit
+        """Completion tokens this episode may hold: the budget, or less where the context runs out."""
+
+    def next_request(self) -> tuple[list[int], int] | None:
+        """The context and token allowance of the next turn; None (and the end noted) when none fits."""
+        if self.end_reason is not None:
+            return None
+        room = self.limit - len(self.completion)
+        if room <= 0:
+            self.end_reason = "token budget spent (completion budget or the model's context length)"
+            return None
+        return self.prompt_ids + self.completion, min(self.settings.max_new_tokens, room)
+
+    def advance(self, new_ids: list[int]) -> None:
+        """Append one generated turn, run its calls on the harness, append the tool turn."""
+        frame, episode = self.frame, self.episode
+        stopped = bool(new_ids) and new_ids[-1] in frame.eos_ids
+        start = len(self.completion)
+        self.completion.extend(new_ids)
+        self.mask.extend([1] * len(new_ids))
+        text = frame.tokenizer.decode(new_ids, skip_special_tokens=True)
+        observations = episode.run_turn(QWEN3, text, origin="llm")
+        span = TurnSpan(
+            start=start,
+            end=len(self.completion),
+            ids=new_ids,
+            finish="stop" if stopped else "length",
+            text=text,
+            calls=len(observations),
+        )
+        self.turns.append(span)
+        if not observations:
+            self.end_reason = "the model answered without a tool call"
+            return
+        if episode.ended:
+            self.end_reason = episode.end_reason or "the episode ended"
+            return
+        env = frame.env_ids_after(new_ids, tool_result_messages(observations))
+        if len(self.completion) + len(env) >= self.limit:
+            self.end_reason = (
+                f"the next tool turn would pass the token budget ({self.limit} completion tokens)"
+            )
+            return
+        self.completion.extend(env)
+        self.mask.extend([0] * len(env))
+        span.env_tokens = len(env)
+
+    def rollout(self) -> Rollout:
+        episode = self.episode
+        return Rollout(
+            problem_id=episode.problem_id or "",
+            prompt_ids=self.prompt_ids,
+            completion_ids=self.completion,
+            model_mask=self.mask,
+            turns=self.turns,
+            steps=episode.steps_used,
+            recommended_product_ids=episode.recommended_product_ids,
+            terminated=episode.terminated,
+            end_reason=self.end_reason or "",
+            calls=episode.calls,
+        )
+
+
 def run_rollout(
     episode: Episode,
     frame: TemplateFrame,
@@ -225,63 +310,33 @@ def run_rollout(
     settings: RolloutSettings,
 ) -> Rollout:
     """Drive `episode` with `generate` turn by turn until it ends, the model answers, or a budget runs out."""
-    tools = episode.tools
-    prompt_ids = frame.prompt_ids(initial_messages(episode, settings), tools)
-    completion: list[int] = []
-    mask: list[int] = []
-    turns: list[TurnSpan] = []
-    end_reason = ""
+    play = _Play(episode, frame, settings)
+    while (request := play.next_request()) is not None:
+        play.advance(list(generate(*request)))
+    return play.rollout()
+
+
+def run_rollouts(
+    episodes: Sequence[Episode],
+    frame: TemplateFrame,
+    generate_batch: BatchGenerateFn,
+    settings: RolloutSettings,
+    batch_size: int = 16,
+) -> list[Rollout]:
+    """Many episodes at once: each round, one batched generate call for every episode still going (in
+    chunks of `batch_size`), then each episode's turn runs on its own harness. Same records as
+    `run_rollout` per episode; only the sampling is batched."""
+    plays = [_Play(episode, frame, settings) for episode in episodes]
     while True:
-        room = settings.max_completion_tokens - len(completion)
-        if settings.context_limit is not None:
-            room = min(room, settings.context_limit - len(prompt_ids) - len(completion))
-        if room <= 0:
-            end_reason = "token budget spent (completion budget or the model's context length)"
+        waiting = [(play, request) for play in plays if (request := play.next_request()) is not None]
+        if not waiting:
             break
-        new_ids = list(generate(prompt_ids + completion, min(settings.max_new_tokens, room)))
-        stopped = bool(new_ids) and new_ids[-1] in frame.eos_ids
-        start = len(completion)
-        completion.extend(new_ids)
-        mask.extend([1] * len(new_ids))
-        text = frame.tokenizer.decode(new_ids, skip_special_tokens=True)
-        observations = episode.run_turn(QWEN3, text, origin="llm")
-        span = TurnSpan(
-            start=start,
-            end=len(completion),
-            ids=new_ids,
-            finish="stop" if stopped else "length",
-            text=text,
-            calls=len(observations),
-        )
-        turns.append(span)
-        if not observations:
-            end_reason = "the model answered without a tool call"
-            break
-        if episode.ended:
-            end_reason = episode.end_reason or "the episode ended"
-            break
-        env = frame.env_ids_after(new_ids, tool_result_messages(observations))
-        limit = settings.max_completion_tokens
-        if settings.context_limit is not None:
-            limit = min(limit, settings.context_limit - len(prompt_ids))
-        if len(completion) + len(env) >= limit:
-            end_reason = f"the next tool turn would pass the token budget ({limit} completion tokens)"
-            break
-        completion.extend(env)
-        mask.extend([0] * len(env))
-        span.env_tokens = len(env)
-    return Rollout(
-        problem_id=episode.problem_id or "",
-        prompt_ids=prompt_ids,
-        completion_ids=completion,
-        model_mask=mask,
-        turns=turns,
-        steps=episode.steps_used,
-        recommended_product_ids=episode.recommended_product_ids,
-        terminated=episode.terminated,
-        end_reason=end_reason,
-        calls=episode.calls,
-    )
+        for chunk in range(0, len(waiting), batch_size):
+            group = waiting[chunk : chunk + batch_size]
+            outputs = generate_batch([r[0] for _, r in group], [r[1] for _, r in group])
+            for (play, _), new_ids in zip(group, outputs, strict=True):
+                play.advance(list(new_ids))
+    return [play.rollout() for play in plays]
 
 
 def tool_result_messages(observations: Sequence[Observation]) -> list[dict]:

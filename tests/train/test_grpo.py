@@ -11,7 +11,14 @@ import pytest
 import shoparena.train.grpo as grpo
 from shoparena.problems.io import write_problems
 from shoparena.train.grpo import VARIANTS, GRPOStageConfig, MaskGuard, run_grpo
-from shoparena.train.multiturn import HFGenerator, MaskError, RolloutSettings, TemplateFrame, run_rollout
+from shoparena.train.multiturn import (
+    HFGenerator,
+    MaskError,
+    RolloutSettings,
+    TemplateFrame,
+    run_rollout,
+    run_rollouts,
+)
 from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 from tests.train.sampling_world import world
 
@@ -153,6 +160,9 @@ class HalfRight:
         self.real = HFGenerator(model, tokenizer, settings)
         self.tokenizer, self.gold = tokenizer, gold
 
+    def batch(self, contexts: list[list[int]], max_new: list[int]) -> list[list[int]]:
+        return [self(context, n) for context, n in zip(contexts, max_new, strict=True)]
+
     def __call__(self, context: list[int], max_new: int) -> list[int]:
         text = self.tokenizer.decode(context)
         im_end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -190,16 +200,16 @@ def test_group_relative_update_moves_the_adapter(tiny, sampling, all_problems, t
 
 
 def test_a_corrupted_mask_stops_the_update(tiny, sampling, all_problems, tmp_path, monkeypatch):
-    def leaky(episode, frame, generate, settings):
-        rollout = run_rollout(episode, frame, generate, settings)
-        rollout.model_mask = [1] * len(rollout.completion_ids)  # as a naive collator: tool tokens in the loss
-        rollout.completion_ids = rollout.completion_ids  # ids untouched
-        if rollout.turns[-1].env_tokens == 0:  # make sure a non-generated token exists
-            rollout.model_mask.append(1)
-            rollout.completion_ids.append(frame.eos_ids[0])
-        return rollout
+    def leaky(episodes, frame, generate_batch, settings, batch_size):
+        rollouts = run_rollouts(episodes, frame, generate_batch, settings, batch_size)
+        for rollout in rollouts:
+            rollout.model_mask = [1] * len(rollout.completion_ids)  # as a naive collator: tool tokens in
+            if rollout.turns[-1].env_tokens == 0:  # make sure a non-generated token exists
+                rollout.model_mask.append(1)
+                rollout.completion_ids.append(frame.eos_ids[0])
+        return rollouts
 
-    monkeypatch.setattr(grpo, "run_rollout", leaky)
+    monkeypatch.setattr(grpo, "run_rollouts", leaky)
     with pytest.raises(MaskError, match="template/tool token is in the loss"):
         run_grpo(smoke("v17", tiny, sampling, all_problems, tmp_path / "leak"), say=lambda _: None)
 

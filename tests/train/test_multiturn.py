@@ -21,6 +21,7 @@ from shoparena.train.multiturn import (
     assert_loss_in_assistant_turns,
     eval_mode,
     run_rollout,
+    run_rollouts,
 )
 from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 
@@ -217,3 +218,46 @@ def test_a_rollout_never_passes_the_models_context(tiny, small_catalog, query):
     rollout = run_rollout(episode, frame, HFGenerator(model, tokenizer, tight), tight)
     assert rollout.prompt_ids == prompt
     assert len(rollout.prompt_ids) + len(rollout.completion_ids) <= len(prompt) + 7
+
+
+def test_batched_rollouts_keep_each_episode_apart(tiny, small_catalog, query):
+    """Several episodes sampled together: the same records as one at a time (scripted turns), and the
+    real model's batched, left-padded sampling gives well-formed rollouts that pass both mask checks."""
+    tokenizer, model = tiny
+    settings = RolloutSettings(max_rollout_steps=3, max_new_tokens=120, max_completion_tokens=20000)
+    frame = TemplateFrame(tokenizer, settings)
+    scripts = [
+        [call_text("find_product", {"q": query}), call_text("terminate", {"status": "failure"})],
+        [call_text("terminate", {"status": "success"})],
+        ["no call at all"],
+    ]
+
+    def episodes():
+        return [Episode(small_catalog, query, problem_id=f"b{i}", step_cap=3) for i in range(len(scripts))]
+
+    singles = [
+        run_rollout(episode, frame, Scripted(tokenizer, list(script)), settings)
+        for episode, script in zip(episodes(), scripts, strict=True)
+    ]
+    samplers = {f"b{i}": Scripted(tokenizer, list(script)) for i, script in enumerate(scripts)}
+    calls: list[int] = []
+    # the prompts are identical (same query): the rounds visit the episodes still going, in order
+    order = iter(["b0", "b1", "b2", "b0"])
+
+    def batch_in_order(contexts, allowances):
+        calls.append(len(contexts))
+        return [samplers[next(order)](c, a) for c, a in zip(contexts, allowances, strict=True)]
+
+    batched = run_rollouts(episodes(), frame, batch_in_order, settings, batch_size=8)
+    assert calls == [3, 1]  # round 1: all three; round 2: only the one still going
+    for single, together in zip(singles, batched, strict=True):
+        assert together.completion_ids == single.completion_ids
+        assert together.model_mask == single.model_mask and together.end_reason == single.end_reason
+
+    torch.manual_seed(1)
+    generator = HFGenerator(model, tokenizer, settings.model_copy(update={"max_new_tokens": 6}))
+    real = run_rollouts(episodes(), frame, generator.batch, settings.model_copy(update={"max_new_tokens": 6}))
+    for rollout in real:
+        assert 1 <= len(rollout.turns[0].ids) <= 6
+        assert_generated_only(rollout)
+        assert_loss_in_assistant_turns(tokenizer, rollout, rollout.model_mask)
