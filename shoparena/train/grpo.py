@@ -237,12 +237,15 @@ _reward_tool_match.__name__ = "tool_match"
 def load_training_problems(config: GRPOStageConfig, say: Callable[[str], None]) -> tuple[list, dict | None]:
     """The problems GRPO may sample, after the leak guard (when a corpus is given)."""
     from shoparena.scoring.suite import load_problem_file
+    from shoparena.train.leak_guard import guard_problems, problem_key
 
     problems = load_problem_file(config.problems)
     if config.corpus is None:
         say("leak guard: no --corpus given, so eval/never-touch problems cannot be refused; pass the corpus")
-        return problems, None
-    from shoparena.train.leak_guard import guard_problems
+        # id-less problems get the id the corpus would give them, so episodes and teachers key by it
+        return [
+            p if p.problem_id else p.model_copy(update={"problem_id": problem_key(p)}) for p in problems
+        ], None
 
     report = guard_problems(problems, config.corpus, [Path(p) for p in config.never_touch] or None)
     say(report.summary())
@@ -321,7 +324,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         generate = HFGenerator(policy, tokenizer, settings)
         episodes = [
             Episode.for_problem(
-                by_id[prompt[-1]["problem_id"]],
+                by_id[prompt],
                 backend,
                 profile=settings.profile,
                 step_cap=settings.max_rollout_steps,
@@ -435,9 +438,9 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     if config.progress:
         callbacks.append(progress_callback(f"grpo {config.variant}"))
 
-    dataset = Dataset.from_list(
-        [{"prompt": [{"role": "user", "content": p.query, "problem_id": p.problem_id}]} for p in problems]
-    )
+    # the "prompt" TRL hands rollout_func is the problem id: the episode builds the real prompt (system,
+    # tools, query) through the chat template, and a plain string keeps TRL from parsing completions
+    dataset = Dataset.from_list([{"prompt": p.problem_id} for p in problems])
     args = GRPOConfig(
         output_dir=str(out / "trainer"),
         learning_rate=config.learning_rate,
