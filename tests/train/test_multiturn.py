@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from shoparena.harness import Episode
 from shoparena.train.multiturn import (
@@ -261,3 +263,55 @@ def test_batched_rollouts_keep_each_episode_apart(tiny, small_catalog, query):
         assert 1 <= len(rollout.turns[0].ids) <= 6
         assert_generated_only(rollout)
         assert_loss_in_assistant_turns(tokenizer, rollout, rollout.model_mask)
+
+
+turn_kinds = st.lists(
+    st.tuples(st.sampled_from(["search", "page", "junk", "terminate"]), st.booleans(), st.booleans()),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(turn_kinds)
+def test_end_of_turn_accounting_holds_for_any_turn_sequence(tiny, small_catalog, query, kinds):
+    """Whatever the turns (closed or cut, with reasoning or not, calls or not): each context is the
+    prompt plus the completion so far; each closed turn holds exactly one end-of-turn, its own last
+    (trained) token; each cut turn is followed by the template's end-of-turn, untrained; the mask counts
+    exactly the generated tokens."""
+    tokenizer, _ = tiny
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    texts = {
+        "search": call_text("find_product", {"q": query}),
+        "page": call_text("find_product", {"q": query, "page": 2}),
+        "junk": "I am not sure what to do",
+        "terminate": call_text("terminate", {"status": "failure"}),
+    }
+
+    class Turns:
+        def __init__(self):
+            self.contexts, self.left = [], list(kinds)
+
+        def __call__(self, context, max_new):
+            self.contexts.append(list(context))
+            kind, closed, think = self.left.pop(0) if self.left else ("junk", True, False)
+            text = ("<think>\nstep\n</think>\n\n" if think else "") + texts[kind]
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            return ids + [im_end] if closed else ids
+
+    settings = RolloutSettings(max_rollout_steps=6, max_new_tokens=500, max_completion_tokens=30000)
+    sampler = Turns()
+    episode = Episode(small_catalog, query, problem_id="h", step_cap=6)
+    rollout = run_rollout(episode, TemplateFrame(tokenizer, settings), sampler, settings)
+    assert_generated_only(rollout)
+    assert_loss_in_assistant_turns(tokenizer, rollout, rollout.model_mask)
+    assert sum(rollout.model_mask) == sum(len(t.ids) for t in rollout.turns)
+    assert rollout.steps == len(rollout.turns) <= 6
+    for turn, context in zip(rollout.turns, sampler.contexts, strict=True):
+        assert context == rollout.prompt_ids + rollout.completion_ids[: turn.start]
+        assert turn.ids.count(im_end) == (1 if turn.finish == "stop" else 0)
+        if turn.env_tokens:
+            after = rollout.completion_ids[turn.end : turn.end + turn.env_tokens]
+            assert (after[0] == im_end) == (turn.finish == "length")
+            assert after.count(im_end) == (2 if turn.finish == "length" else 1)
+            assert not any(rollout.model_mask[turn.end : turn.end + turn.env_tokens])
