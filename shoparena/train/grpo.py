@@ -257,7 +257,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import TrainerCallback
+    from transformers import PrinterCallback, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from shoparena.harness.episode import Episode, load_shops
@@ -487,6 +487,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         rollout_func=rollout_func,
         callbacks=callbacks,
     )
+    trainer.remove_callback(PrinterCallback)  # metrics.jsonl and the progress bar say it; no dicts on stdout
     try:
         train_output = trainer.train()
     finally:
