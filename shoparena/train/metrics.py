@@ -6,6 +6,7 @@ any TRL trainer takes them; a stage with its own loop calls `MetricsLog.write` d
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -16,24 +17,36 @@ METRICS_FILE = "metrics.jsonl"
 REPORT_FILE = "report.md"
 
 
+def is_main_process() -> bool:
+    """Rank 0 of a distributed launch (`accelerate launch`, torchrun set RANK), or a plain run: the one
+    process that writes a stage's files."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 class MetricsLog:
-    """Appends one JSON object per call to `metrics.jsonl`, flushed at once (a crash keeps the lines)."""
+    """Appends one JSON object per call to `metrics.jsonl`, flushed at once (a crash keeps the lines).
+    Only the main process of a distributed run writes."""
 
     def __init__(self, path: Path, **constant: Any):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open("ab")
         self.constant = constant
         self.lines = 0
+        self._file = None
+        if is_main_process():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("ab")
 
     def write(self, record: dict[str, Any]) -> None:
+        if self._file is None:
+            return
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
         self._file.write(orjson.dumps({**self.constant, **clean}, default=str) + b"\n")
         self._file.flush()
         self.lines += 1
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
@@ -47,12 +60,15 @@ def _callback_base() -> type:
 
 
 def metrics_callback(log: MetricsLog, tokens_per_step: list[int] | None = None):
-    """A TrainerCallback writing each `on_log` (train and eval) to `log`, with the step, wall time and —
-    when `tokens_per_step` holds the tokens of each optimiser step — throughput."""
+    """A TrainerCallback writing each `on_log` (train and eval) to `log`, with the step, wall time and
+    throughput (from TRL's `num_tokens`, else from `tokens_per_step`, the tokens of each step)."""
 
     class MetricsCallback(_callback_base()):
         def __init__(self) -> None:
             self.started = time.monotonic()
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.started = time.monotonic()  # throughput of training, not of dataset preparation
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if not logs:
@@ -61,9 +77,11 @@ def metrics_callback(log: MetricsLog, tokens_per_step: list[int] | None = None):
             record.update(logs)
             elapsed = time.monotonic() - self.started
             record["elapsed_s"] = round(elapsed, 3)
-            if tokens_per_step is not None and elapsed > 0:
+            seen = logs.get("num_tokens")  # TRL counts the tokens it fed (exact)
+            if seen is None and tokens_per_step is not None:
                 seen = sum(tokens_per_step[: state.global_step])
-                record["tokens_seen"] = seen
+            if seen is not None and elapsed > 0 and "eval_loss" not in logs:
+                record["tokens_seen"] = int(seen)
                 record["tokens_per_s"] = round(seen / elapsed, 2)
             log.write(record)
 
@@ -88,6 +106,8 @@ def progress_callback(description: str):
             self.task = None
 
         def on_train_begin(self, args, state, control, **kwargs):
+            if not state.is_world_process_zero:
+                return
             self.progress = Progress(
                 TextColumn(f"[bold]{description}"),
                 BarColumn(),

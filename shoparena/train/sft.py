@@ -25,13 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoparena.agents.config import CliFlag
 from shoparena.train.chat_render import render_with_mask
-from shoparena.train.config import StageConfig, StageResult
+from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult
 from shoparena.train.corpus_data import CorpusSplits, DataError, read_training_data
 from shoparena.train.mask_check import MASK_CHECK_FILE, mask_check_entry, write_mask_check
 from shoparena.train.metrics import (
     METRICS_FILE,
     REPORT_FILE,
     MetricsLog,
+    is_main_process,
     markdown_table,
     metrics_callback,
     progress_callback,
@@ -175,7 +176,8 @@ def tokenise_rows(
     return out
 
 
-def _dataset(split: TokenisedSplit):
+def trainer_dataset(split: TokenisedSplit):
+    """The split as the `datasets.Dataset` TRL takes pre-tokenised: `input_ids` and `assistant_masks`."""
     from datasets import Dataset
 
     return Dataset.from_dict({"input_ids": split.input_ids, "assistant_masks": split.assistant_masks})
@@ -203,36 +205,29 @@ def _steps_tokens(split: TokenisedSplit, config: SFTStageConfig) -> list[int]:
     return [sum(lengths[i : i + per_step]) for i in range(0, len(lengths), per_step)]
 
 
-def train_candidate(
-    config: SFTStageConfig,
-    tokenizer: Any,
-    train: TokenisedSplit,
-    evaluation: TokenisedSplit,
-    lr: float,
-    out: Path,
-) -> Candidate:
-    """One LoRA SFT run at learning rate `lr`: adapter in `out/adapter`, metrics in `out/metrics.jsonl`."""
-    import torch
+def lora_config(config: SFTStageConfig) -> Any:
+    """The PEFT LoRA config of a stage config (`all-linear` as PEFT's shorthand)."""
     from peft import LoraConfig
-    from trl import SFTConfig, SFTTrainer
 
-    from shoparena.train.checkpoint import load_causal_lm, save_adapter
-
-    torch.manual_seed(config.seed)
-    model = load_causal_lm(config.model, dtype=config.dtype, attn_implementation=config.attn_implementation)
-    bf16 = next(model.parameters()).dtype == torch.bfloat16
     targets: str | list[str] = config.lora_target_modules
     if targets == ["all-linear"]:
         targets = "all-linear"
-    peft_config = LoraConfig(
+    return LoraConfig(
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
         lora_dropout=config.lora_dropout,
         target_modules=targets,
         task_type="CAUSAL_LM",
     )
-    args = SFTConfig(
-        output_dir=str(out / "trainer"),
+
+
+def sft_args(config: SFTStageConfig, lr: float, output_dir: Path, *, bf16: bool) -> Any:
+    """TRL `SFTConfig` for one run: the stage's fields; saving, evaluation and tqdm are the stage's own."""
+    import torch
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=str(output_dir),
         learning_rate=lr,
         num_train_epochs=config.num_train_epochs,
         max_steps=config.max_steps or -1,
@@ -256,6 +251,27 @@ def train_candidate(
         dataset_num_proc=None,
         dataloader_pin_memory=torch.cuda.is_available(),
     )
+
+
+def train_candidate(
+    config: SFTStageConfig,
+    tokenizer: Any,
+    train: TokenisedSplit,
+    evaluation: TokenisedSplit,
+    lr: float,
+    out: Path,
+) -> Candidate:
+    """One LoRA SFT run at learning rate `lr`: adapter in `out/adapter`, metrics in `out/metrics.jsonl`."""
+    import torch
+    from trl import SFTTrainer
+
+    from shoparena.train.checkpoint import load_causal_lm, save_adapter
+
+    torch.manual_seed(config.seed)
+    model = load_causal_lm(config.model, dtype=config.dtype, attn_implementation=config.attn_implementation)
+    bf16 = next(model.parameters()).dtype == torch.bfloat16
+    peft_config = lora_config(config)
+    args = sft_args(config, lr, out / "trainer", bf16=bf16)
     out.mkdir(parents=True, exist_ok=True)
     log = MetricsLog(out / METRICS_FILE, stage="sft", learning_rate=lr)
     callbacks = [metrics_callback(log, _steps_tokens(train, config))]
@@ -264,12 +280,15 @@ def train_candidate(
     trainer = SFTTrainer(
         model=model,
         args=args,
-        train_dataset=_dataset(train),
-        eval_dataset=_dataset(evaluation) if evaluation.input_ids else None,
+        train_dataset=trainer_dataset(train),
+        eval_dataset=trainer_dataset(evaluation) if evaluation.input_ids else None,
         processing_class=tokenizer,
         peft_config=peft_config,
         callbacks=callbacks,
     )
+    from transformers import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # metrics.jsonl and the progress bar report the logs
     started = time.monotonic()
     result = trainer.train()
     seconds = time.monotonic() - started
@@ -279,14 +298,16 @@ def train_candidate(
         eval_loss = metrics.get("eval_loss")
         log.write({"step": trainer.state.global_step, "eval_loss": eval_loss, "final": True})
     log.close()
-    adapter = save_adapter(trainer.model, tokenizer, out / ADAPTER_DIR, config.model)
+    adapter = out / ADAPTER_DIR
     steps = trainer.state.global_step
     seen = sum(_steps_tokens(train, config)[:steps])
-    if config.merge:
-        from shoparena.train.checkpoint import save_merged
+    if trainer.is_world_process_zero():
+        save_adapter(trainer.model, tokenizer, adapter, config.model)
+        if config.merge:
+            from shoparena.train.checkpoint import save_merged
 
-        save_merged(trainer.model, tokenizer, out / MERGED_DIR)
-    shutil.rmtree(out / "trainer", ignore_errors=True)
+            save_merged(trainer.model, tokenizer, out / MERGED_DIR)
+        shutil.rmtree(out / "trainer", ignore_errors=True)
     return Candidate(
         learning_rate=lr,
         out=out,
@@ -323,7 +344,8 @@ def run_sft(
     started = time.monotonic()
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
-    config_path = config.write_resolved()
+    main = is_main_process()  # under `accelerate launch`, rank 0 alone writes the stage's files
+    config_path = config.write_resolved() if main else out / RESOLVED_CONFIG
     tokenizer = load_tokenizer(config.model)
     splits = _load_rows(config, train_rows, eval_rows)
     if not splits.train:
@@ -332,9 +354,10 @@ def run_sft(
     train = tokenise_rows(tokenizer, splits.train, "train", config.max_length, checks, config.mask_check_rows)
     held_out = splits.eval[: config.eval_rows] if config.eval_rows else splits.eval
     evaluation = tokenise_rows(tokenizer, held_out, "eval", config.max_length)
-    write_mask_check(out / MASK_CHECK_FILE, checks, tokenizer_path=str(config.model))
     dropped = train.dropped + evaluation.dropped
-    (out / "dropped.jsonl").write_bytes(b"".join(orjson.dumps(d.model_dump()) + b"\n" for d in dropped))
+    if main:
+        write_mask_check(out / MASK_CHECK_FILE, checks, tokenizer_path=str(config.model))
+        (out / "dropped.jsonl").write_bytes(b"".join(orjson.dumps(d.model_dump()) + b"\n" for d in dropped))
     if not train.input_ids:
         raise DataError(
             f"sft: every training row was dropped ({len(train.dropped)}); see {out / 'dropped.jsonl'}"
@@ -348,17 +371,8 @@ def run_sft(
             for lr in config.sweep_lrs
         ]
         winner = min(candidates, key=lambda c: c.eval_loss if c.eval_loss is not None else float("inf"))
-        shutil.copytree(winner.adapter, out / ADAPTER_DIR, dirs_exist_ok=True)
-        if config.merge:
-            shutil.copytree(winner.out / MERGED_DIR, out / MERGED_DIR, dirs_exist_ok=True)
-        with (out / METRICS_FILE).open("wb") as merged_log:  # the winner's lines: the stage's metrics
-            merged_log.write((winner.out / METRICS_FILE).read_bytes())
-        sweep = {
-            "chosen_by": "eval_loss",
-            "winner": winner.learning_rate,
-            "candidates": [c.model_dump(mode="json") for c in candidates],
-        }
-        (out / "sweep.json").write_bytes(orjson.dumps(sweep, option=orjson.OPT_INDENT_2))
+        if main:
+            _keep_winner(config, winner, candidates)
     else:
         winner = train_candidate(config, tokenizer, train, evaluation, config.learning_rate, out)
         candidates = [winner]
@@ -388,8 +402,24 @@ def run_sft(
             "corpus_manifest_sha256": splits.manifest_sha256,
         },
     )
-    _report(config, result, candidates, train, evaluation)
+    if main:
+        _report(config, result, candidates, train, evaluation)
     return result
+
+
+def _keep_winner(config: SFTStageConfig, winner: Candidate, candidates: list[Candidate]) -> None:
+    """The sweep's winner becomes the stage's adapter (and merged model, metrics); sweep.json records all."""
+    out = config.out
+    shutil.copytree(winner.adapter, out / ADAPTER_DIR, dirs_exist_ok=True)
+    if config.merge:
+        shutil.copytree(winner.out / MERGED_DIR, out / MERGED_DIR, dirs_exist_ok=True)
+    (out / METRICS_FILE).write_bytes((winner.out / METRICS_FILE).read_bytes())
+    sweep = {
+        "chosen_by": "eval_loss",
+        "winner": winner.learning_rate,
+        "candidates": [c.model_dump(mode="json") for c in candidates],
+    }
+    (out / "sweep.json").write_bytes(orjson.dumps(sweep, option=orjson.OPT_INDENT_2))
 
 
 def _report(
