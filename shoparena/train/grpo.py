@@ -31,8 +31,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shoparena.train.config import StageConfig, StageResult
-from shoparena.train.metrics import METRICS_FILE, REPORT_FILE, MetricsLog, progress_callback, write_report
+from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult
+from shoparena.train.metrics import (
+    METRICS_FILE,
+    REPORT_FILE,
+    MetricsLog,
+    is_main_process,
+    progress_callback,
+    write_report,
+)
 from shoparena.train.multiturn import (
     HFGenerator,
     MaskError,
@@ -269,7 +276,8 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     started = time.perf_counter()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    config_path = config.write_resolved()
+    main = is_main_process()  # under `accelerate launch`, rank 0 alone writes the stage's files
+    config_path = config.write_resolved() if main else out / RESOLVED_CONFIG
 
     problems, guard_counts = load_training_problems(config, say)
     teachers = (
@@ -315,7 +323,8 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     scorer = RuleScorer(backend, make_similarity(config.similarity), mode="strict")
     guard = MaskGuard(tokenizer)
     rollouts_path = out / "rollouts.jsonl"
-    rollouts_path.write_text("")
+    if main:
+        rollouts_path.write_text("")
     window = RolloutStats()
     totals = RolloutStats()
 
@@ -382,8 +391,9 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
                 stats.completion_tokens_sum += len(r.completion_ids)
                 stats.generated_tokens_sum += sum(r.model_mask)
         guard.register(rollouts)
-        with rollouts_path.open("a") as handle:
-            handle.writelines(json.dumps(line) + "\n" for line in lines)
+        if main:  # rank 0's rollouts (each process rolls out its own share of the batch)
+            with rollouts_path.open("a") as handle:
+                handle.writelines(json.dumps(line) + "\n" for line in lines)
         return {
             "prompt_ids": [r.prompt_ids for r in rollouts],
             "completion_ids": [r.completion_ids for r in rollouts],
@@ -403,7 +413,8 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
             return super()._compute_loss(model, inputs)
 
     metrics_path = out / METRICS_FILE
-    metrics_path.unlink(missing_ok=True)
+    if main:
+        metrics_path.unlink(missing_ok=True)
     log = MetricsLog(metrics_path, stage="grpo", variant=config.variant)
     clock = time.monotonic()
 
@@ -495,13 +506,17 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         log.close()
 
     policy = trainer.accelerator.unwrap_model(trainer.model)
-    adapter_dir = save_adapter(policy, tokenizer, out / "adapter", config.model)
-    merged_dir = save_merged(policy, tokenizer, out / "merged") if config.merge else None
-    shutil.rmtree(out / "trainer", ignore_errors=True)
-
-    report_path = _report(
-        out / REPORT_FILE, config, train_output.global_step, totals, guard_counts, len(problems), teachers
+    adapter_dir, merged_dir, report_path = (
+        out / "adapter",
+        (out / "merged" if config.merge else None),
+        out / REPORT_FILE,
     )
+    if main:
+        save_adapter(policy, tokenizer, adapter_dir, config.model)
+        if merged_dir is not None:
+            save_merged(policy, tokenizer, merged_dir)
+        shutil.rmtree(out / "trainer", ignore_errors=True)
+        _report(report_path, config, train_output.global_step, totals, guard_counts, len(problems), teachers)
     return StageResult(
         stage="grpo",
         out=out,
