@@ -150,4 +150,7 @@ def register(app: typer.Typer) -> None:
 
     command_from_models(group, "tiny-model", (TinyModelConfig,), tiny_model_command, TINY_HELP)
     stage_command(group, "sft", SFTStageConfig, _run_sft, SFT_HELP)
+    from shoparena.cli import train_grpo_cmd
+
+    train_grpo_cmd.register(group)
     app.add_typer(group)
