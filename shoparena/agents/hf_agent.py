@@ -77,7 +77,12 @@ def load_adapter_model(path: str, torch_dtype: Any, trust_remote_code: bool) -> 
         raise ValueError(
             f"{path} is a LoRA adapter; loading it needs peft (pip install 'shoparena[train]')"
         ) from exc
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+    if is_adapter_dir(base):  # a stage trained on top of an earlier stage's adapter: merge that one first
+        model = load_adapter_model(base, torch_dtype, trust_remote_code).merge_and_unload()
+    else:
+        model = AutoModelForCausalLM.from_pretrained(
+            base, dtype=torch_dtype, trust_remote_code=trust_remote_code
+        )
     return PeftModel.from_pretrained(model, path)
 
 

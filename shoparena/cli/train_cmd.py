@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from shoparena.agents.config import CliFlag
 from shoparena.cli.common import fail, say
 from shoparena.cli.model_options import command_from_models
 
@@ -46,9 +47,11 @@ def optional_fields(config_cls: type[BaseModel]) -> type[BaseModel]:
     for name, info in config_cls.model_fields.items():
         if name in excluded:
             continue
-        annotation = (
-            Annotated[info.annotation | None, *info.metadata] if info.metadata else info.annotation | None
-        )
+        metadata = list(info.metadata)
+        if info.annotation is bool and not any(isinstance(m, CliFlag) for m in metadata):
+            dashed = name.replace("_", "-")  # a switch both ways, so "not given" leaves the file's value
+            metadata.append(CliFlag(flag=f"--{dashed}/--no-{dashed}"))
+        annotation = Annotated[info.annotation | None, *metadata] if metadata else info.annotation | None
         fields[name] = (annotation, Field(None, description=info.description))
     return create_model(f"{config_cls.__name__}Options", __config__=ConfigDict(extra="forbid"), **fields)
 
@@ -123,8 +126,28 @@ def tiny_model_command(**values: Any) -> None:
     say(f"tiny model: {made.path} ({made.parameters:,} parameters, vocabulary {made.vocab_size})")
 
 
+SFT_HELP = """LoRA SFT on a corpus with the assistant-only loss mask (proved in mask_check.json).
+
+Writes adapter/ (+ merged/ with --merge), config.resolved.json, metrics.jsonl, mask_check.json,
+dropped.jsonl and report.md in --out; with --lr-sweep one sub-directory per learning rate under sweep/
+and the winner (lowest held-out loss) in sweep.json.
+
+Examples:
+  shoparena train sft --corpus corpus/ --model tiny/ --out runs/sft --max-steps 20
+  shoparena train sft --config configs/paper/sft.yaml --corpus corpus/ --model Qwen3-4B/ --out runs/sft
+"""
+
+
+def _run_sft(config: Any) -> Any:
+    from shoparena.train.sft import run_sft
+
+    return run_sft(config)
+
+
 def register(app: typer.Typer) -> None:
+    from shoparena.train.sft import SFTStageConfig
     from shoparena.train.tiny_model import TinyModelConfig
 
     command_from_models(group, "tiny-model", (TinyModelConfig,), tiny_model_command, TINY_HELP)
+    stage_command(group, "sft", SFTStageConfig, _run_sft, SFT_HELP)
     app.add_typer(group)

@@ -74,8 +74,10 @@ def tokenizer_text(products: int, seed: int) -> list[str]:
         words = title.split()[: rng.randint(2, 5)]
         call = {"name": "find_product", "arguments": {"q": " ".join(words)}}
         texts.append(f"<tool_call>\n{json.dumps(call)}\n</tool_call>")
-        summary = {k: item.get(k) for k in ("product_id", "title", "price", "shop_id") if k in item}
-        texts.append(f"<tool_response>\n{json.dumps([summary])}\n</tool_response>")
+        hit = {k: item.get(k) for k in ("product_id", "shop_id", "title", "price", "service", "sold_count")}
+        texts.append(f"<tool_response>\n{json.dumps([hit], separators=(',', ':'))}\n</tool_response>")
+        detail = {k: item.get(k) for k in ("product_id", "short_description", "description", "sku_options")}
+        texts.append(json.dumps([detail], separators=(",", ":"), ensure_ascii=False))
         pick = {"name": "recommend_product", "arguments": {"product_ids": item.get("product_id", "")}}
         texts.append(
             f"<think>\nThe listing matches the request.\n</think>\n\n<tool_call>\n{json.dumps(pick)}\n</tool_call>"
