@@ -153,4 +153,7 @@ def register(app: typer.Typer) -> None:
     from shoparena.cli import train_grpo_cmd
 
     train_grpo_cmd.register(group)
+    from shoparena.cli import train_pipeline_cmd
+
+    train_pipeline_cmd.register(group)
     app.add_typer(group)

@@ -23,6 +23,16 @@ Example (CPU, minutes): shoparena train pipeline --config configs/tiny/pipeline.
 def pipeline_command(
     config: Annotated[Path, typer.Option(help="Pipeline YAML/JSON (see configs/tiny/pipeline.yaml).")],
     out: Annotated[Path, typer.Option(help="Output directory (re-running resumes it).")],
+    corpus: Annotated[
+        Path | None, typer.Option(help="Corpus directory (`corpus build`); overrides the config.")
+    ] = None,
+    catalog: Annotated[Path | None, typer.Option(help="Catalogue directory; overrides the config.")] = None,
+    problems: Annotated[
+        Path | None, typer.Option(help="Problems with rewards (training + held-out); overrides the config.")
+    ] = None,
+    model: Annotated[
+        Path | None, typer.Option(help="Base checkpoint (default: the config's, else a fresh tiny model).")
+    ] = None,
     max_steps: Annotated[
         int | None, typer.Option(help="Cap every stage at this many optimiser steps (smoke runs).")
     ] = None,
@@ -31,9 +41,12 @@ def pipeline_command(
     from shoparena.train.pipeline import PipelineConfig, run_pipeline
 
     try:
-        loaded = PipelineConfig.from_file(config)
-        if max_steps is not None:
-            loaded = loaded.model_copy(update={"max_steps": max_steps})
+        given = {"corpus": corpus, "catalog": catalog, "problems": problems, "model": model}
+        loaded = PipelineConfig.from_file(
+            config,
+            **{k: str(v.resolve()) for k, v in given.items() if v is not None},
+            max_steps=max_steps,
+        )
         result = run_pipeline(loaded, out, say)
     except (ConfigError, ValueError, FileNotFoundError) as exc:
         raise fail(str(exc)) from None

@@ -28,10 +28,10 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.train.config import ConfigError, StageResult, config_errors, read_config_file
 
@@ -39,6 +39,9 @@ StageName = Literal["sft", "rs", "teacher", "kto", "grpo"]
 STAGE_RESULT = "stage_result.json"
 RESOLVED_PIPELINE = "pipeline.resolved.json"
 BASE_DIR = "00-base"
+TEACHER_TRAJECTORIES = Path("rollouts") / "trajectories.jsonl"
+"""Where the teacher stage keeps every teacher episode (KTO labels them, GRPO matches tools against them)."""
+PATH_KEYS = ("corpus", "catalog", "problems", "model")
 REPORT_TITLE = "Post-training stages on the corpus' held-out problems (Table 1 shape)"
 
 
@@ -110,29 +113,26 @@ class PipelineConfig(BaseModel):
     """None skips the evaluation and the report."""
 
     @classmethod
-    def from_file(cls, path: Path) -> PipelineConfig:
+    def from_file(cls, path: Path, **overrides: Any) -> PipelineConfig:
+        """The config in `path` with `overrides` (command-line values, relative to the working
+        directory) on top. Paths written in the file are relative to the file, like a Makefile's."""
         data = read_config_file(path)
         base = Path(path).resolve().parent
+
+        def here(value: Any) -> Any:
+            return value if value is None or Path(value).is_absolute() else str((base / value).resolve())
+
+        for key in PATH_KEYS:
+            if key in data:
+                data[key] = here(data[key])
+        for stage in data.get("stages") or []:
+            if isinstance(stage, dict) and stage.get("config") is not None:
+                stage["config"] = here(stage["config"])
+        data.update({k: v for k, v in overrides.items() if v is not None})
         try:
-            config = cls.model_validate(data)
-        except Exception as exc:  # pydantic ValidationError, named per key
-            message = config_errors(exc) if hasattr(exc, "errors") else str(exc)
-            raise ConfigError(f"pipeline config {path}: {message}") from None
-        return config.relative_to(base)
-
-    def relative_to(self, base: Path) -> PipelineConfig:
-        """Paths in a config file are relative to the file, like a Makefile's."""
-
-        def fix(path: Path | None) -> Path | None:
-            return None if path is None or path.is_absolute() else (base / path).resolve()
-
-        updates = {
-            key: fix(getattr(self, key)) for key in ("corpus", "catalog", "problems", "model")
-        }
-        stages = [s.model_copy(update={"config": fix(s.config) or s.config}) for s in self.stages]
-        return self.model_copy(
-            update={**{k: v for k, v in updates.items() if v is not None}, "stages": stages}
-        )
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(f"pipeline config {path}: {config_errors(exc)}") from None
 
 
 class StageRun(BaseModel):
@@ -168,11 +168,22 @@ def _shared_inputs(config: PipelineConfig, previous: list[StageRun]) -> dict[str
     if config.teacher is not None:
         values["teacher"] = config.teacher
     for run in previous:
-        trajectories = run.result.details.get("trajectories")
-        if run.stage == "teacher" and trajectories:
-            values["trajectories"] = Path(trajectories)
-            values["teacher_trajectories"] = Path(trajectories)
+        if run.stage != "teacher":
+            continue
+        found = run.result.details.get("trajectories") or run.result.out / TEACHER_TRAJECTORIES
+        if Path(found).exists():
+            values["trajectories"] = Path(found)
+            values["teacher_trajectories"] = Path(found)
     return values
+
+
+def _fit(config_cls: type, key: str, value: Any) -> Any:
+    """A single path handed to a field that takes a list of them becomes a one-item list."""
+    annotation = config_cls.model_fields[key].annotation
+    wants_list = get_origin(annotation) is list or any(
+        get_origin(arg) is list for arg in get_args(annotation)
+    )
+    return [value] if wants_list and not isinstance(value, list) else value
 
 
 def stage_config(
@@ -181,7 +192,7 @@ def stage_config(
     """The stage's config: its file, then the shared inputs its class declares, then its own values."""
     config_cls, _ = STAGES[stage.stage].load()
     fields = config_cls.model_fields
-    shared = {k: v for k, v in _shared_inputs(config, previous).items() if k in fields}
+    shared = {k: _fit(config_cls, k, v) for k, v in _shared_inputs(config, previous).items() if k in fields}
     given: dict[str, Any] = {**shared, "model": model, "out": out, **stage.values}
     if config.max_steps is not None and "max_steps" in fields and "max_steps" not in stage.values:
         given["max_steps"] = config.max_steps
@@ -192,7 +203,9 @@ def stage_config(
 
 
 def _fingerprint(stage_config_obj: Any) -> str:
-    body = orjson.dumps(stage_config_obj.model_dump(mode="json", exclude={"progress"}), option=orjson.OPT_SORT_KEYS)
+    body = orjson.dumps(
+        stage_config_obj.model_dump(mode="json", exclude={"progress"}), option=orjson.OPT_SORT_KEYS
+    )
     return hashlib.sha256(body).hexdigest()
 
 
