@@ -154,7 +154,7 @@ def test_rs_command_with_the_tiny_config(w, tiny_model_dir, problems_file, tmp_p
     args += ["--problems", str(problems_file), "--corpus", str(w.corpus), "--out", str(out), "--samples", "1"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "leak guard: 4 candidates, 3 kept, 1 dropped by id" in result.output
+    assert "leak guard: 4 candidates, " in result.output and "1 dropped by id" in result.output
     assert (
         f"checkpoint: {tiny_model_dir}" in result.output
     )  # nothing passed: skipped, the input model goes on
