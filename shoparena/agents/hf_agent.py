@@ -61,16 +61,22 @@ def is_adapter_dir(path: str) -> bool:
     return (Path(path) / "adapter_config.json").is_file()
 
 
-def load_adapter_model(path: str, torch_dtype: Any, trust_remote_code: bool) -> Any:
-    """The base model named in the adapter's config with the adapter applied (peft imported only here).
-    The training stages save the tokenizer beside the adapter, so the prompt format is the trained one."""
+def adapter_base_path(path: str) -> str:
+    """The base model an adapter directory names (`base_model_name_or_path`)."""
     import json
-
-    from transformers import AutoModelForCausalLM
 
     base = json.loads((Path(path) / "adapter_config.json").read_text()).get("base_model_name_or_path")
     if not base:
         raise ValueError(f"{path}/adapter_config.json names no base_model_name_or_path")
+    return base
+
+
+def load_adapter_model(path: str, torch_dtype: Any, trust_remote_code: bool) -> Any:
+    """The base model named in the adapter's config with the adapter applied (peft imported only here).
+    The training stages save the tokenizer beside the adapter, so the prompt format is the trained one."""
+    from transformers import AutoModelForCausalLM
+
+    base = adapter_base_path(path)
     try:
         from peft import PeftModel
     except ImportError as exc:
@@ -153,7 +159,10 @@ class HFAgent(Agent):
             if not isinstance(torch_dtype, torch.dtype):
                 raise ValueError(f"hf agent: unknown dtype {dtype!r}; use auto, float32, bfloat16, float16")
         try:
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+            source = path
+            if is_adapter_dir(path) and not (Path(path) / "tokenizer_config.json").is_file():
+                source = adapter_base_path(path)  # an adapter saved without its tokenizer: the base's
+            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
             if is_adapter_dir(path):
                 model = load_adapter_model(path, torch_dtype, trust_remote_code)
             else:

@@ -14,17 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from shoparena.agents.hf_agent import is_adapter_dir
+from shoparena.agents.hf_agent import adapter_base_path, is_adapter_dir
 
 ADAPTER_CONFIG = "adapter_config.json"
 __all__ = ["is_adapter_dir", "load_causal_lm", "load_tokenizer", "save_adapter", "save_merged"]
-
-
-def adapter_base(path: Path | str) -> str:
-    base = json.loads((Path(path) / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
-    if not base:
-        raise ValueError(f"{path}/{ADAPTER_CONFIG} names no base_model_name_or_path")
-    return base
 
 
 def torch_dtype(name: str) -> Any:
@@ -48,7 +41,9 @@ def load_causal_lm(path: Path | str, *, dtype: str = "auto", attn_implementation
     if is_adapter_dir(str(path)):
         from peft import PeftModel
 
-        base = load_causal_lm(adapter_base(path), dtype=dtype, attn_implementation=attn_implementation)
+        base = load_causal_lm(
+            adapter_base_path(str(path)), dtype=dtype, attn_implementation=attn_implementation
+        )
         return PeftModel.from_pretrained(base, str(path)).merge_and_unload()
     try:
         return AutoModelForCausalLM.from_pretrained(

@@ -150,6 +150,12 @@ def test_rows_api_and_a_stage_on_top_of_an_adapter(tiny_corpus, tiny_model_dir, 
 
     agent = make_hf_agent(str(second.checkpoint), device="cpu", max_new_tokens=2)  # the chain loads
     assert agent.tokenizer.chat_template == tiny_tokenizer.chat_template
+    bare = tmp_path / "bare"  # an adapter saved without its tokenizer takes its base's
+    bare.mkdir()
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        (bare / name).write_bytes((second.checkpoint / name).read_bytes())
+    agent = make_hf_agent(str(bare), device="cpu", max_new_tokens=2)
+    assert agent.tokenizer.chat_template == tiny_tokenizer.chat_template
 
 
 def test_config_errors_name_the_key(tmp_path, tiny_model_dir):  # noqa: F811
