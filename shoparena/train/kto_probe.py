@@ -79,7 +79,7 @@ def make_probe_callback(probe: Probe, every: int, threshold: float, log: Any):
             step = state.global_step
             if step % every:
                 return
-            result = probe.run(model, processing_class, step)
+            result = _shared(probe, model, processing_class, step)
             self.results.append(result)
             stop = result.rate < threshold
             log(
@@ -113,3 +113,25 @@ def _restore_adapter(model: Any, state: dict[str, Any] | None) -> None:
 
     if state is not None:
         set_peft_model_state_dict(model, state)
+
+
+def _shared(probe: Probe, model: Any, tokenizer: Any, step: int) -> ProbeResult:
+    """The probe's result on every rank: under a distributed launch (DDP) rank 0 alone runs the episodes
+    (one run directory, one set of harness calls) and broadcasts the rate, so all ranks stop together.
+    (Sharded models — FSDP, ZeRO-3 — cannot generate on one rank: probe those runs from a single process.)"""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return probe.run(model, tokenizer, step)
+    import torch
+
+    result = probe.run(model, tokenizer, step) if dist.get_rank() == 0 else None
+    device = next(model.parameters()).device
+    shared = torch.tensor(
+        [result.rate, result.episodes, result.recommended] if result else [0.0, 0.0, 0.0], device=device
+    )
+    dist.broadcast(shared, src=0)
+    rate, episodes, recommended = shared.tolist()
+    return result or ProbeResult(
+        step=step, episodes=int(episodes), recommended=int(recommended), rate=rate, run_dir=probe.out
+    )

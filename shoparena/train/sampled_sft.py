@@ -11,6 +11,7 @@ report.md.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -65,6 +66,10 @@ class SampledSFTConfig(StageConfig):
     on_empty: Literal["fail", "skip"] = Field(
         "fail",
         description="When no sampled episode passes: fail, or skip (no training; the input model goes on).",
+    )
+    sample_only: bool = Field(
+        False,
+        description="Stop after writing dataset/ (then e.g. `accelerate launch … train sft --data OUT/dataset`).",
     )
     sft: dict[str, Any] = Field(
         default_factory=dict, description="Any other SFT stage field (config file), e.g. lora_alpha."
@@ -131,9 +136,12 @@ def train_on_rows(
         )
         if config.on_empty == "fail":
             raise ValueError(message + "; sample more (--samples), or start from a stronger model")
-        return _skipped(
-            config, collected, counts, notes + [message + "; skipped, the input model goes on"], started
+        return _untrained(
+            config, collected, counts, [*notes, message + "; skipped, the input model goes on"], started
         )
+    if config.sample_only:
+        note = f"sample only: the training set is in {out / 'dataset'}; SFT was not run"
+        return _untrained(config, collected, counts, [*notes, note], started)
     sft = run_sft(config.sft_config(), train_rows=train_rows, eval_rows=eval_rows)
 
     metrics = out / METRICS_FILE
@@ -173,21 +181,32 @@ def train_on_rows(
     )
 
 
-def _skipped(
+def check_single_process(stage: str) -> None:
+    """Sampling runs episodes in one process (its own workers aside): under a distributed launch every
+    rank would sample the same run directory. Refused, with the way to use several GPUs for the SFT."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError(
+            f"{stage}: run the sampling stages as one process, not under accelerate/torchrun; for a "
+            f"multi-GPU SFT give --sample-only, then `accelerate launch … shoparena train sft --data OUT/dataset`"
+        )
+
+
+def _untrained(
     config: SampledSFTConfig, collected: Collected, counts: dict[str, Any], notes: list[str], started: float
 ) -> StageResult:
-    """No training: the stage's outputs say so, and its checkpoint is the input model."""
+    """No training (nothing passed, or --sample-only): the stage's outputs say so; its checkpoint is the
+    input model."""
     out = config.out
     metrics = out / METRICS_FILE
     metrics.write_bytes(
-        orjson.dumps({"stage": config.stage, "phase": "sampling", "step": 0, "skipped": True, **counts})
+        orjson.dumps({"stage": config.stage, "phase": "sampling", "step": 0, "trained": False, **counts})
         + b"\n"
     )
     facts = {
         "model": str(config.model),
         "agent": collected.rollouts.agent,
         **counts,
-        "trained": "no (skipped)",
+        "trained": "no",
     }
     report = write_report(
         out / REPORT_FILE, f"{config.stage}: {out.name}", facts, {"Notes": "\n".join(f"- {n}" for n in notes)}
@@ -202,7 +221,8 @@ def _skipped(
         seconds=round(time.monotonic() - started, 3),
         details={
             "counts": counts,
-            "skipped": True,
+            "skipped": not config.sample_only,
+            "dataset": str(out / "dataset"),
             "trajectories": str(collected.rollouts.run_dir / "trajectories.jsonl"),
         },
     )

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from shoparena.train.config import StageResult
-from shoparena.train.sampled_sft import SampledSFTConfig, train_on_rows
+from shoparena.train.sampled_sft import SampledSFTConfig, check_single_process, train_on_rows
 
 UPSAMPLED_BUCKET = "voucher"
 
@@ -56,6 +56,7 @@ def run_teacher(config: TeacherStageConfig) -> StageResult:
     from shoparena.train.corpus_data import read_training_data
     from shoparena.train.rollouts import collect
 
+    check_single_process(config.stage)
     started = time.monotonic()
     config.write_resolved()
     collected = collect(

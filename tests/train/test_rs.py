@@ -81,7 +81,7 @@ def test_rs_samples_the_tiny_model_and_skips_when_nothing_passes(w, tiny_model_d
         "temperature": 0.9,
         "top_p": 0.95,
     }
-    assert read_metrics(result.metrics)[0]["skipped"] is True
+    assert read_metrics(result.metrics)[0]["trained"] is False
     assert "skipped" in result.report.read_text()
     with pytest.raises(ValueError, match="nothing to train on"):
         run_rs(
@@ -96,7 +96,9 @@ def test_rs_mixes_kept_rollouts_half_and_half_with_the_corpus_and_re_sfts(
     tmp_path,
 ):
     out = tmp_path / "rs"
-    result = run_rs(_config(w, tiny_model_dir, problems_file, out, sampler="reference:agentic", samples=2))
+    result = run_rs(
+        _config(w, tiny_model_dir, problems_file, out, sampler="reference:agentic", samples=2, max_steps=1)
+    )
     counts = json.loads((out / "counts.json").read_text())
     assert counts["guard_dropped_by_id"] == 1 and counts["guard_dropped_by_cluster"] >= 1
     assert counts["passed"] > 0 and counts["duplicates"] > 0  # the reference agent repeats itself
@@ -109,7 +111,7 @@ def test_rs_mixes_kept_rollouts_half_and_half_with_the_corpus_and_re_sfts(
     assert len(from_corpus) == counts["corpus_rows"] == min(len(rollout_rows), len(corpus_train))
     assert len(train) == len(from_rollouts) + len(from_corpus)
     # re-SFT ran on the mix: adapter, mask proof, metrics (the sampling line first, then the SFT's)
-    assert result.steps == 2 and (result.checkpoint / "adapter_config.json").is_file()
+    assert result.steps == 1 and (result.checkpoint / "adapter_config.json").is_file()
     assert (out / "sft" / "mask_check.json").is_file()
     lines = read_metrics(result.metrics)
     assert lines[0]["phase"] == "sampling" and lines[0]["rows"] == counts["rows"]

@@ -86,3 +86,28 @@ def test_upsample_repeats_only_the_bucket():
     assert hits == 2 and len(out) == 8
     assert Counter(r["metadata"]["i"] for r in out) == {0: 3, 1: 1, 2: 3, 3: 1}
     assert upsample(rows, "voucher", 3, seed=1) == (out, hits)
+
+
+def test_sample_only_writes_the_training_set_and_trains_nothing(w, tiny_model_dir, tmp_path, monkeypatch):  # noqa: F811
+    problems = tmp_path / "problems.jsonl"
+    write_problems(problems, w.fresh)
+    values = {
+        "teacher": "reference:agentic",
+        "model": tiny_model_dir,
+        "catalog": w.catalog,
+        "problems": problems,
+        "corpus": w.corpus,
+        "out": tmp_path / "teacher",
+        "similarity": "lexical",
+        "sample_only": True,
+        "progress": False,
+    }
+    result = run_teacher(TeacherStageConfig.from_values(values))
+    assert result.model_path == tiny_model_dir and result.steps == 0
+    assert not (tmp_path / "teacher" / "sft").exists()
+    train = _lines(tmp_path / "teacher" / "dataset" / "train.jsonl")
+    assert len(train) == result.details["counts"]["train_rows"] > 0
+    assert "sample only" in result.report.read_text()
+    monkeypatch.setenv("WORLD_SIZE", "2")  # under accelerate/torchrun every rank would sample: refused
+    with pytest.raises(ValueError, match="--sample-only"):
+        run_teacher(TeacherStageConfig.from_values({**values, "out": tmp_path / "t2"}))
