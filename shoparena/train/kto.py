@@ -198,11 +198,16 @@ def run_kto(config: KTOStageConfig) -> StageResult:
     )
     output = trainer.train()
     log.close()
+    tokens = int(max((h.get("num_tokens", 0) for h in trainer.state.log_history), default=0))
+    train_seconds = float(output.metrics.get("train_runtime") or 0.0)
     adapter = save_adapter(trainer.model, tokenizer, out / "adapter", config.model)
     merged = save_merged(trainer.model, tokenizer, out / "merged") if config.merge else None
     shutil.rmtree(out / "trainer", ignore_errors=True)
 
-    details: dict[str, Any] = {"labels": counts}
+    details: dict[str, Any] = {
+        "labels": counts,
+        "tokens_per_s": round(tokens / train_seconds, 2) if train_seconds > 0 else None,
+    }
     facts: dict[str, Any] = {
         "model": str(config.model),
         **counts,
@@ -211,6 +216,8 @@ def run_kto(config: KTOStageConfig) -> StageResult:
         "LoRA": f"r {config.lora_r} on {', '.join(config.target_modules)}",
         "steps": output.global_step,
         "train loss": output.training_loss,
+        "tokens": tokens,
+        "tokens/s": details["tokens_per_s"],
         "checkpoint": str(merged or adapter),
     }
     notes: list[str] = []
@@ -245,6 +252,7 @@ def run_kto(config: KTOStageConfig) -> StageResult:
         config=config_path,
         steps=output.global_step,
         train_loss=output.training_loss,
+        tokens=tokens,
         seconds=round(time.monotonic() - started, 3),
         details=details,
     )

@@ -153,6 +153,7 @@ def train_on_rows(
         "model": str(config.model),
         "agent": collected.rollouts.agent,
         **counts,
+        **collected.rates(),
         "sft steps": sft.steps,
         "sft train loss": sft.train_loss,
         "sft eval loss": sft.eval_loss,
@@ -175,6 +176,7 @@ def train_on_rows(
         seconds=round(time.monotonic() - started, 3),
         details={
             "counts": counts,
+            **collected.rates(),
             "trajectories": str(collected.rollouts.run_dir / "trajectories.jsonl"),
             "sft": sft.details,
         },

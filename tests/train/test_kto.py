@@ -147,6 +147,22 @@ def test_kto_runs_on_when_the_threshold_is_zero(tmp_path, tiny_model_dir, teache
 
     weights = load_file(str(result.checkpoint / "adapter_model.safetensors"))
     assert any(float(v.abs().sum()) > 0 for k, v in weights.items() if "lora_B" in k)  # it trained
+    assert result.tokens > 0 and result.details["tokens_per_s"] > 0
+    # the trained adapter runs as an agent (base + adapter), as `shoparena eval --agent hf:DIR` would
+    run = run_eval(
+        EvalConfig(
+            catalog=w.catalog,
+            problems=probe,
+            agent=f"hf:{result.checkpoint}",
+            out=tmp_path / "eval",
+            executor="inline",
+            similarity="lexical",
+            limit=1,
+            options={"max_new_tokens": 4, "max_turns": 1},
+            bootstrap=0,
+        )
+    )
+    assert run.episodes_run == 1
 
 
 def test_kto_refuses_trajectories_without_strict_scores(tmp_path, tiny_model_dir, w):  # noqa: F811
