@@ -70,6 +70,8 @@ class RolloutResult(BaseModel):
     passed: int
     """Episodes with strict score 1.0."""
     asr: float | None
+    episodes_per_s: float | None = None
+    """Episodes sampled per second in this call (None when every episode was resumed)."""
 
 
 def eval_config(
@@ -118,7 +120,7 @@ def sample_rollouts(
     """Run `agent` over `problems` × `sampling.samples` into `out` (resuming it), strictly scored."""
     if not problems:
         raise ValueError("no problems to sample: the leak guard kept none, or the problems file is empty")
-    run_eval(eval_config(agent, catalog, problems, out, sampling), progress=progress)
+    run = run_eval(eval_config(agent, catalog, problems, out, sampling), progress=progress)
     sampled = passed = 0
     for record in read_records(out / TRAJECTORIES):
         sampled += 1
@@ -130,6 +132,7 @@ def sample_rollouts(
         sampled=sampled,
         passed=passed,
         asr=passed / sampled if sampled else None,
+        episodes_per_s=(run.metrics.get("timing") or {}).get("episodes_per_s"),
     )
 
 
@@ -251,6 +254,9 @@ class Collected(BaseModel):
             "duplicates": self.duplicates,
             "rows": len(self.rows),
         }
+
+    def rates(self) -> dict[str, float | None]:
+        return {"episodes_per_s": self.rollouts.episodes_per_s, "strict_pass_rate": self.rollouts.asr}
 
 
 def collect(
