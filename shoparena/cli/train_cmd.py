@@ -145,11 +145,13 @@ def _run_sft(config: Any) -> Any:
 
 
 def register(app: typer.Typer) -> None:
+    from shoparena.cli import train_sampling_cmd
     from shoparena.train.sft import SFTStageConfig
     from shoparena.train.tiny_model import TinyModelConfig
 
     command_from_models(group, "tiny-model", (TinyModelConfig,), tiny_model_command, TINY_HELP)
     stage_command(group, "sft", SFTStageConfig, _run_sft, SFT_HELP)
+    train_sampling_cmd.register(group)
     from shoparena.cli import train_grpo_cmd
 
     train_grpo_cmd.register(group)
