@@ -148,6 +148,10 @@ def test_run_grpo_refuses_what_the_leak_guard_drops(tiny, sampling, tmp_path):
     with pytest.raises(ValueError, match="no problems left"):
         run_grpo(smoke("v17", tiny, sampling, path, tmp_path / "none"), say=said.append)
     assert said[0].startswith("leak guard:") and f"{len(refused)} dropped by id" in said[0]
+    one = tmp_path / "one.jsonl"
+    write_problems(one, sampling.fresh[:1])
+    with pytest.raises(ValueError, match="fewer than B = 2"):
+        run_grpo(smoke("v17", tiny, sampling, one, tmp_path / "one"), say=said.append)
 
 
 class HalfRight:
