@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -159,6 +160,8 @@ class HalfRight:
     the rest are the random model's own turns, so a group's rewards differ and the update has signal."""
 
     rollouts = 0
+    successes: ClassVar[list[tuple[list[int], list[int]]]] = []
+    """(context, generated ids) of each scripted gold recommendation."""
 
     def __init__(self, model, tokenizer, settings, gold: dict[str, str]):
         self.real = HFGenerator(model, tokenizer, settings)
@@ -178,13 +181,16 @@ class HalfRight:
                 return self.real(context, max_new)
             ids = next(ids for query, ids in self.gold.items() if query in text)
             call = {"name": "recommend_product", "arguments": {"product_ids": ids}}
-        return self.tokenizer(f"<tool_call>\n{json.dumps(call)}\n</tool_call>", add_special_tokens=False)[
-            "input_ids"
-        ] + [im_end]
+        text = f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+        new = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [im_end]
+        if call["name"] == "recommend_product":
+            HalfRight.successes.append((list(context), new))
+        return new
 
 
 def test_group_relative_update_moves_the_adapter(tiny, sampling, all_problems, tmp_path, monkeypatch):
     gold = {p.query: ",".join(r.product_id for r in p.rewards) for p in sampling.problems}
+    HalfRight.successes.clear()
     monkeypatch.setattr(
         grpo, "HFGenerator", lambda model, tok, settings: HalfRight(model, tok, settings, gold)
     )
@@ -201,6 +207,19 @@ def test_group_relative_update_moves_the_adapter(tiny, sampling, all_problems, t
     weights = load_file(result.checkpoint / "adapter_model.safetensors")
     lora_b = [w for name, w in weights.items() if "lora_B" in name]
     assert lora_b and any(w.abs().sum() > 0 for w in lora_b)  # B starts at zero: only an update moves it
+
+    # the direction is right: the rewarded turns became more likely, by the trained policy's own numbers
+    from shoparena.train.checkpoint import load_causal_lm
+
+    def logprob(model, context, new):
+        ids = torch.tensor([context + new])
+        with torch.no_grad():
+            logits = model(ids).logits[0, len(context) - 1 : -1].float()
+        return logits.log_softmax(-1).gather(1, torch.tensor(new)[:, None]).sum().item()
+
+    before, after = load_causal_lm(tiny).eval(), load_causal_lm(result.checkpoint).eval()
+    context, new = HalfRight.successes[-1]
+    assert logprob(after, context, new) > logprob(before, context, new)
 
 
 def test_a_corrupted_mask_stops_the_update(tiny, sampling, all_problems, tmp_path, monkeypatch):
