@@ -11,16 +11,23 @@ import typer
 from shoparena.cli.train_cmd import stage_command
 from shoparena.train.grpo import GRPOStageConfig, run_grpo
 
-GRPO_HELP = """Dr. GRPO: each step samples B problems × K multi-turn rollouts on the real harness (tools run
-turn by turn, model in eval mode), rewards each with its strict outcome (+ tool_weight × tool-match
-against a teacher trajectory), and updates a LoRA adapter with TRL's dr_grpo loss (advantage = reward −
-group mean, no std; per-token loss ÷ max completion tokens; KL β to the base model). The loss mask is
-proved assistant-only before every update; eval/never-touch problems of --corpus are refused.
+GRPO_HELP = """Dr. GRPO on multi-turn harness rollouts (the paper's v17/v18/v19).
 
-Example (the paper's v19):
-  shoparena train grpo --variant v19 --model runs/kto/merged --catalog cat/ --problems train.jsonl \\
-    --teacher-trajectories runs/teacher/trajectories.jsonl --corpus corpus/ --out runs/grpo
-Smoke run on a CPU: add --config configs/tiny/grpo.yaml --max-steps 1
+Each step samples B problems × K rollouts on the real harness (tools run turn by turn, model in eval
+mode), rewards each with its strict outcome (+ tool_weight × tool-match against a teacher trajectory),
+and updates a LoRA adapter with TRL's dr_grpo loss (advantage = reward − group mean, no std; per-token
+loss ÷ max completion tokens; KL β to the starting model). The loss mask is proved assistant-only
+before every update; eval/never-touch problems of --corpus are refused (counts printed).
+
+Writes adapter/ (+ merged/ with --merge), config.resolved.json, metrics.jsonl, rollouts.jsonl, report.md.
+
+Examples:
+
+  shoparena train grpo --variant v19 --model runs/kto/adapter --catalog cat/ --problems train.jsonl
+  --teacher-trajectories runs/teacher/rollouts/trajectories.jsonl --corpus corpus/ --out runs/grpo
+
+  shoparena train grpo --config configs/tiny/grpo.yaml --model tiny/ --catalog cat/ --problems p.jsonl
+  --teacher-trajectories run/trajectories.jsonl --corpus corpus/ --out runs/grpo-smoke --max-steps 1
 """
 
 

@@ -297,6 +297,11 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
             "train grpo: no problems left to train on (after the leak guard and the teacher filter)"
         )
     by_id = {p.problem_id: p for p in problems}
+    if len(by_id) < config.batch_problems:
+        raise ValueError(
+            f"train grpo: {len(by_id)} distinct problem(s) left to train on, fewer than B = "
+            f"{config.batch_problems} a step; give more problems or a smaller --batch-problems"
+        )
 
     tokenizer = load_tokenizer(config.model)
     if tokenizer.pad_token_id is None:

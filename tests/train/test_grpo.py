@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -148,6 +149,10 @@ def test_run_grpo_refuses_what_the_leak_guard_drops(tiny, sampling, tmp_path):
     with pytest.raises(ValueError, match="no problems left"):
         run_grpo(smoke("v17", tiny, sampling, path, tmp_path / "none"), say=said.append)
     assert said[0].startswith("leak guard:") and f"{len(refused)} dropped by id" in said[0]
+    one = tmp_path / "one.jsonl"
+    write_problems(one, sampling.fresh[:1])
+    with pytest.raises(ValueError, match="fewer than B = 2"):
+        run_grpo(smoke("v17", tiny, sampling, one, tmp_path / "one"), say=said.append)
 
 
 class HalfRight:
@@ -155,6 +160,8 @@ class HalfRight:
     the rest are the random model's own turns, so a group's rewards differ and the update has signal."""
 
     rollouts = 0
+    successes: ClassVar[list[tuple[list[int], list[int]]]] = []
+    """(context, generated ids) of each scripted gold recommendation."""
 
     def __init__(self, model, tokenizer, settings, gold: dict[str, str]):
         self.real = HFGenerator(model, tokenizer, settings)
@@ -174,13 +181,16 @@ class HalfRight:
                 return self.real(context, max_new)
             ids = next(ids for query, ids in self.gold.items() if query in text)
             call = {"name": "recommend_product", "arguments": {"product_ids": ids}}
-        return self.tokenizer(f"<tool_call>\n{json.dumps(call)}\n</tool_call>", add_special_tokens=False)[
-            "input_ids"
-        ] + [im_end]
+        text = f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+        new = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [im_end]
+        if call["name"] == "recommend_product":
+            HalfRight.successes.append((list(context), new))
+        return new
 
 
 def test_group_relative_update_moves_the_adapter(tiny, sampling, all_problems, tmp_path, monkeypatch):
     gold = {p.query: ",".join(r.product_id for r in p.rewards) for p in sampling.problems}
+    HalfRight.successes.clear()
     monkeypatch.setattr(
         grpo, "HFGenerator", lambda model, tok, settings: HalfRight(model, tok, settings, gold)
     )
@@ -197,6 +207,19 @@ def test_group_relative_update_moves_the_adapter(tiny, sampling, all_problems, t
     weights = load_file(result.checkpoint / "adapter_model.safetensors")
     lora_b = [w for name, w in weights.items() if "lora_B" in name]
     assert lora_b and any(w.abs().sum() > 0 for w in lora_b)  # B starts at zero: only an update moves it
+
+    # the direction is right: the rewarded turns became more likely, by the trained policy's own numbers
+    from shoparena.train.checkpoint import load_causal_lm
+
+    def logprob(model, context, new):
+        ids = torch.tensor([context + new])
+        with torch.no_grad():
+            logits = model(ids).logits[0, len(context) - 1 : -1].float()
+        return logits.log_softmax(-1).gather(1, torch.tensor(new)[:, None]).sum().item()
+
+    before, after = load_causal_lm(tiny).eval(), load_causal_lm(result.checkpoint).eval()
+    context, new = HalfRight.successes[-1]
+    assert logprob(after, context, new) > logprob(before, context, new)
 
 
 def test_a_corrupted_mask_stops_the_update(tiny, sampling, all_problems, tmp_path, monkeypatch):
@@ -281,7 +304,7 @@ def test_starting_from_a_previous_stages_adapter_chains_it(tiny, sampling, tmp_p
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from shoparena.train.checkpoint import adapter_base, load_causal_lm
+    from shoparena.train.checkpoint import load_causal_lm
 
     adapter = tmp_path / "kto-adapter"
     peft_model = get_peft_model(
@@ -298,5 +321,6 @@ def test_starting_from_a_previous_stages_adapter_chains_it(tiny, sampling, tmp_p
     )
     assert any("leak guard: no --corpus" in line for line in said)
     # the new adapter names the previous one as its base: loading it rebuilds base + kto + grpo
-    assert adapter_base(result.checkpoint) == str(adapter.resolve())
+    saved = json.loads((result.checkpoint / "adapter_config.json").read_text())
+    assert saved["base_model_name_or_path"] == str(adapter.resolve())
     assert load_causal_lm(result.checkpoint).config.num_hidden_layers >= 1
