@@ -280,11 +280,11 @@ def run_stages(
 def held_out_problems(config: PipelineConfig) -> list:
     """The corpus' eval-pool problems, with their rewards from `config.problems`, in file order."""
     from shoparena.problems.io import read_problems
-    from shoparena.train.leak_guard import read_pools
+    from shoparena.train.leak_guard import problem_key, read_pools
 
     wanted = set(read_pools(config.corpus).eval)
     loaded = read_problems(config.problems)
-    chosen = [p for p in loaded.problems if p.id in wanted]
+    chosen = [p for p in loaded.problems if problem_key(p) in wanted]
     if not chosen:
         raise ValueError(
             f"none of the corpus' {len(wanted)} eval problems is in {config.problems}: evaluate with the "
