@@ -56,6 +56,42 @@ def pick_device(device: str) -> str:
     return device
 
 
+def is_adapter_dir(path: str) -> bool:
+    """A PEFT adapter directory (what the training stages write): `adapter_config.json`, no full model."""
+    return (Path(path) / "adapter_config.json").is_file()
+
+
+def adapter_base_path(path: str) -> str:
+    """The base model an adapter directory names (`base_model_name_or_path`)."""
+    import json
+
+    base = json.loads((Path(path) / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    if not base:
+        raise ValueError(f"{path}/adapter_config.json names no base_model_name_or_path")
+    return base
+
+
+def load_adapter_model(path: str, torch_dtype: Any, trust_remote_code: bool) -> Any:
+    """The base model named in the adapter's config with the adapter applied (peft imported only here).
+    The training stages save the tokenizer beside the adapter, so the prompt format is the trained one."""
+    from transformers import AutoModelForCausalLM
+
+    base = adapter_base_path(path)
+    try:
+        from peft import PeftModel
+    except ImportError as exc:
+        raise ValueError(
+            f"{path} is a LoRA adapter; loading it needs peft (pip install 'shoparena[train]')"
+        ) from exc
+    if is_adapter_dir(base):  # a stage trained on top of an earlier stage's adapter: merge that one first
+        model = load_adapter_model(base, torch_dtype, trust_remote_code).merge_and_unload()
+    else:
+        model = AutoModelForCausalLM.from_pretrained(
+            base, dtype=torch_dtype, trust_remote_code=trust_remote_code
+        )
+    return PeftModel.from_pretrained(model, path)
+
+
 class HFAgent(Agent):
     """Generates with `transformers` on CPU or GPU; one `generate` per turn, no batching across problems."""
 
@@ -123,10 +159,16 @@ class HFAgent(Agent):
             if not isinstance(torch_dtype, torch.dtype):
                 raise ValueError(f"hf agent: unknown dtype {dtype!r}; use auto, float32, bfloat16, float16")
         try:
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-            model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=torch_dtype, trust_remote_code=trust_remote_code
-            )
+            source = path
+            if is_adapter_dir(path) and not (Path(path) / "tokenizer_config.json").is_file():
+                source = adapter_base_path(path)  # an adapter saved without its tokenizer: the base's
+            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+            if is_adapter_dir(path):
+                model = load_adapter_model(path, torch_dtype, trust_remote_code)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(
+                    path, dtype=torch_dtype, trust_remote_code=trust_remote_code
+                )
         except (OSError, ValueError) as exc:
             raise ValueError(f"hf agent: cannot load a causal LM checkpoint from {path}: {exc}") from exc
         model.to(self.device)
@@ -217,7 +259,8 @@ class HFAgent(Agent):
 
 
 def make_hf_agent(target: str, **options: Any) -> HFAgent:
-    """`hf:PATH`: a checkpoint directory (or a hub id already in the local cache)."""
+    """`hf:PATH`: a checkpoint directory, a LoRA adapter directory (base model from its
+    `adapter_config.json`), or a hub id already in the local cache."""
     if not target.strip():
         raise ValueError("hf agent: give a checkpoint path, e.g. hf:./runs/sft/final")
     return HFAgent(target, **options)

@@ -19,6 +19,7 @@ from shoparena.cli import (
     problems_cmd,
     score_cmd,
     store_cmd,
+    train_cmd,
     validator_cmd,
 )
 
@@ -46,6 +47,7 @@ keys_cmd.register(app)
 arena_cmd.register(app)
 miner_cmd.register(app)
 validator_cmd.register(app)
+train_cmd.register(app)
 
 
 def main() -> None:

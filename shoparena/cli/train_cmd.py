@@ -1,0 +1,159 @@
+"""`shoparena train …`: the post-training stages (SPEC §9). Thin: each command builds its stage's config
+(config file, then command-line flags on top) and calls the stage's `run_<stage>`.
+
+`stage_command` is how every stage registers: one option per field of the stage's config class (the
+field's description is the help), plus `--config FILE`; another stage's CLI module calls it on `group`
+with its own config class and runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from shoparena.agents.config import CliFlag
+from shoparena.cli.common import fail, say
+from shoparena.cli.model_options import command_from_models
+
+group = typer.Typer(
+    name="train",
+    help=(
+        "Post-train a causal LM on the corpus: LoRA SFT, rejection sampling, teacher SFT, KTO, Dr. GRPO.\n\n"
+        "Try it on a CPU: `shoparena train tiny-model --out tiny/`, then "
+        "`shoparena train sft --corpus corpus/ --model tiny/ --out runs/sft --max-steps 20`."
+    ),
+    no_args_is_help=True,
+)
+
+
+class ConfigFileOption(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    config: Path | None = Field(
+        None,
+        description="YAML/JSON file of this stage's fields (e.g. configs/paper/sft.yaml); flags override it.",
+    )
+
+
+def optional_fields(config_cls: type[BaseModel]) -> type[BaseModel]:
+    """`config_cls`'s command-line fields, all optional (a field may come from the config file instead),
+    with the same descriptions and flag metadata."""
+    excluded = getattr(config_cls, "cli_exclude", frozenset())
+    fields: dict[str, Any] = {}
+    for name, info in config_cls.model_fields.items():
+        if name in excluded:
+            continue
+        metadata = list(info.metadata)
+        if info.annotation is bool and not any(isinstance(m, CliFlag) for m in metadata):
+            dashed = name.replace("_", "-")  # a switch both ways, so "not given" leaves the file's value
+            metadata.append(CliFlag(flag=f"--{dashed}/--no-{dashed}"))
+        annotation = Annotated[info.annotation | None, *metadata] if metadata else info.annotation | None
+        fields[name] = (annotation, Field(None, description=info.description))
+    return create_model(f"{config_cls.__name__}Options", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def build_config(config_cls: Any, values: dict[str, Any]) -> Any:
+    """The stage config from `--config FILE` (if given) with the given flags on top; exits on errors."""
+    from shoparena.train.config import ConfigError
+
+    given = {k: v for k, v in values.items() if k in config_cls.model_fields and v is not None}
+    try:
+        if values.get("config") is not None:
+            return config_cls.from_file(values["config"], **given)
+        return config_cls.from_values(given, source="command line")
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+
+
+def stage_command(app: typer.Typer, name: str, config_cls: Any, run: Callable[[Any], Any], doc: str) -> None:
+    """Register `shoparena train <name>`: options from `config_cls`'s fields + `--config`; runs
+    `run(config)` and prints where the outputs are. `run` raises ValueError for bad input."""
+
+    def body(**values: Any) -> None:
+        config = build_config(config_cls, values)
+        try:
+            result = run(config)
+        except ValueError as exc:
+            raise fail(str(exc)) from exc
+        except KeyboardInterrupt:
+            raise fail(f"{name}: interrupted; outputs so far are in {config.out}", 130) from None
+        say(summary(result))
+
+    command_from_models(app, name, (optional_fields(config_cls), ConfigFileOption), body, doc)
+
+
+def summary(result: Any) -> str:
+    lines = [f"{result.stage}: {result.out}"]
+    for label, value in (
+        ("checkpoint", result.checkpoint),
+        ("merged", result.merged),
+        ("metrics", result.metrics),
+        ("report", result.report),
+        ("steps", result.steps),
+        ("train loss", result.train_loss),
+        ("eval loss", result.eval_loss),
+    ):
+        if value is not None:
+            lines.append(f"  {label}: {value:.4f}" if isinstance(value, float) else f"  {label}: {value}")
+    return "\n".join(lines)
+
+
+TINY_HELP = """Write a tiny random-weight Qwen3 checkpoint with a freshly trained tokenizer and Qwen3's chat
+template: every training stage and `shoparena eval --agent hf:DIR` run on it offline, on a CPU.
+
+Example:
+  shoparena train tiny-model --out tiny/
+"""
+
+
+def tiny_model_command(**values: Any) -> None:
+    from pydantic import ValidationError
+
+    from shoparena.cli.model_options import model_values, validation_message
+    from shoparena.train.tiny_model import TinyModelConfig, make_tiny_model
+
+    try:
+        config = TinyModelConfig(**model_values(TinyModelConfig, values))
+        made = make_tiny_model(config)
+    except ValidationError as exc:
+        raise fail(validation_message(TinyModelConfig, exc)) from None
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    say(f"tiny model: {made.path} ({made.parameters:,} parameters, vocabulary {made.vocab_size})")
+
+
+SFT_HELP = """LoRA SFT on a corpus with the assistant-only loss mask (proved in mask_check.json).
+
+Writes adapter/ (+ merged/ with --merge), config.resolved.json, metrics.jsonl, mask_check.json,
+dropped.jsonl and report.md in --out; with --lr-sweep one sub-directory per learning rate under sweep/
+and the winner (lowest held-out loss) in sweep.json.
+
+Examples:
+  shoparena train sft --corpus corpus/ --model tiny/ --out runs/sft --max-steps 20
+  shoparena train sft --config configs/paper/sft.yaml --corpus corpus/ --model Qwen3-4B/ --out runs/sft
+"""
+
+
+def _run_sft(config: Any) -> Any:
+    from shoparena.train.sft import run_sft
+
+    return run_sft(config)
+
+
+def register(app: typer.Typer) -> None:
+    from shoparena.cli import train_sampling_cmd
+    from shoparena.train.sft import SFTStageConfig
+    from shoparena.train.tiny_model import TinyModelConfig
+
+    command_from_models(group, "tiny-model", (TinyModelConfig,), tiny_model_command, TINY_HELP)
+    stage_command(group, "sft", SFTStageConfig, _run_sft, SFT_HELP)
+    train_sampling_cmd.register(group)
+    from shoparena.cli import train_grpo_cmd, train_pipeline_cmd
+
+    train_grpo_cmd.register(group)
+    train_pipeline_cmd.register(group)
+    app.add_typer(group)
