@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -213,16 +214,49 @@ def serve_cmd(
         ),
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    tick_s: Annotated[
+        float,
+        typer.Option(
+            "--tick-s",
+            min=0,
+            help="Advance the competition (open, start, close races) every this many seconds while the "
+            "arena has a race bank; 0 leaves it to `arena race tick`.",
+        ),
+    ] = 30.0,
 ) -> None:
-    """Serve the signed API until interrupted."""
+    """Serve the signed API, the public API (/v1/leaderboard, /v1/races, /v1/agents, /v1/weights,
+    /v1/trajectories) and the leaderboard page at `/` until interrupted; races advance on their own."""
     from shoparena.arena.server import create_app, serve
 
     with _open(arena_dir, nonce_store=nonce_store) as arena:
         say_err(
             f"arena {arena_dir} on http://{host}:{port} — state {arena.store.url}, code {arena.code.url}, "
-            f"nonces {arena.config.nonce_store}"
+            f"nonces {arena.config.nonce_store}; leaderboard at http://{host}:{port}/"
         )
-        serve(create_app(arena), host=host, port=port, log_level=log_level)
+        stop = threading.Event()
+        if tick_s > 0:
+            threading.Thread(target=_race_ticker, args=(arena, tick_s, stop), daemon=True).start()
+        try:
+            serve(create_app(arena), host=host, port=port, log_level=log_level)
+        finally:
+            stop.set()
+
+
+def _race_ticker(arena, period_s: float, stop: threading.Event) -> None:
+    """The server's race clock: `RaceEngine.tick` every `period_s` once the arena has a race bank.
+    A failing tick is reported and retried next period; it never takes the API down."""
+    from shoparena.arena.competition.bank import BANK_FILE
+    from shoparena.arena.competition.engine import RaceEngine
+
+    engine = RaceEngine(arena)
+    while not stop.wait(period_s):
+        if not (arena.dir / BANK_FILE).exists():
+            continue
+        try:
+            for done in engine.tick():
+                say_err(f"races: {done}")
+        except Exception as exc:  # a bad tick must not stop the server; it is retried next period
+            say_err(f"races: tick failed: {type(exc).__name__}: {exc}")
 
 
 def register(app: typer.Typer) -> None:
