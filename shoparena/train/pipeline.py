@@ -41,6 +41,7 @@ RESOLVED_PIPELINE = "pipeline.resolved.json"
 BASE_DIR = "00-base"
 TEACHER_TRAJECTORIES = Path("rollouts") / "trajectories.jsonl"
 """Where the teacher stage keeps every teacher episode (KTO labels them, GRPO matches tools against them)."""
+PROBE_PROBLEMS = "probe_problems.jsonl"
 PATH_KEYS = ("corpus", "catalog", "problems", "model")
 REPORT_TITLE = "Post-training stages on the corpus' held-out problems (Table 1 shape)"
 
@@ -157,13 +158,27 @@ def _stage_dirname(index: int, stage: PipelineStage) -> str:
     return f"{index:02d}-{stage.name or stage.stage}"
 
 
-def _shared_inputs(config: PipelineConfig, previous: list[StageRun]) -> dict[str, Any]:
+def probe_file(config: PipelineConfig, out: Path) -> Path:
+    """The corpus' held-out problems as a file: KTO's early-stop probe samples them (a probe never
+    trains, so the eval pool is safe to probe with)."""
+    from shoparena.problems.io import write_problems
+
+    path = out / PROBE_PROBLEMS
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        write_problems(tmp, held_out_problems(config))
+        tmp.replace(path)
+    return path
+
+
+def _shared_inputs(config: PipelineConfig, out: Path, previous: list[StageRun]) -> dict[str, Any]:
     """What earlier stages and the pipeline offer a stage, by field name."""
     values: dict[str, Any] = {
         "corpus": config.corpus,
         "catalog": config.catalog,
         "problems": config.problems,
         "seed": config.seed,
+        "probe_problems": probe_file(config, out),
     }
     if config.teacher is not None:
         values["teacher"] = config.teacher
@@ -192,7 +207,11 @@ def stage_config(
     """The stage's config: its file, then the shared inputs its class declares, then its own values."""
     config_cls, _ = STAGES[stage.stage].load()
     fields = config_cls.model_fields
-    shared = {k: _fit(config_cls, k, v) for k, v in _shared_inputs(config, previous).items() if k in fields}
+    shared = {
+        k: _fit(config_cls, k, v)
+        for k, v in _shared_inputs(config, out.parent, previous).items()
+        if k in fields
+    }
     given: dict[str, Any] = {**shared, "model": model, "out": out, **stage.values}
     if config.max_steps is not None and "max_steps" in fields and "max_steps" not in stage.values:
         given["max_steps"] = config.max_steps

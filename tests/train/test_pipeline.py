@@ -71,6 +71,9 @@ def test_the_five_stages_chain_resume_and_report(sampling, tiny_model_dir, tmp_p
     teacher_file = str(out / "03-teacher" / "rollouts" / "trajectories.jsonl")
     assert teacher_file in json.dumps(kto["trajectories"])
     assert grpo["teacher_trajectories"] == teacher_file
+    # KTO's early-stop probe sampled the held-out problems, and logged the recommend rate
+    assert kto["probe_problems"] == str(out / "probe_problems.jsonl")
+    assert "probe/recommend_rate" in (out / "04-kto" / "metrics.jsonl").read_text()
 
     # Table 1: the base and every stage, evaluated on the held-out problems with pass@k
     table = result.report_md.read_text()
