@@ -97,7 +97,9 @@ def free_port() -> int:
 def start_server(arena_dir: Path, port: int) -> subprocess.Popen:
     command = [sys.executable, "-c", "from shoparena.cli import main; main()", "arena", "serve", "--dir",
                str(arena_dir), "--port", str(port), "--log-level", "warning"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # stderr to a file, never an unread pipe: a server that logs more than the pipe holds would block
+    log = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the server process)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -106,7 +108,9 @@ def start_server(arena_dir: Path, port: int) -> subprocess.Popen:
         except httpx.HTTPError:
             time.sleep(0.2)
     process.kill()
-    raise SystemExit(f"arena serve did not start: {process.stderr.read().decode()}")
+    process.wait()
+    log.seek(0)
+    raise SystemExit(f"arena serve did not start: {log.read().decode(errors='replace')}")
 
 
 class Connection:

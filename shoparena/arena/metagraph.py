@@ -14,7 +14,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy import Connection, Engine, delete, insert, select, update
 
 from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError
@@ -82,7 +82,12 @@ class Metagraph:
                 self._loaded_at = time.monotonic()
             return self._cache.get(hotkey)
 
-    def all(self) -> list[NeuronInfo]:
-        with self.engine.connect() as connection:
-            rows = connection.execute(select(NEURONS).order_by(NEURONS.c.role, NEURONS.c.hotkey)).all()
+    def all(self, connection: Connection | None = None) -> list[NeuronInfo]:
+        """Every registered neuron. A caller that holds a connection passes it: taking a second one
+        from the pool while holding the first deadlocks a busy server once every pooled connection is
+        held by a request waiting for its second."""
+        if connection is None:
+            with self.engine.connect() as fresh:
+                return self.all(fresh)
+        rows = connection.execute(select(NEURONS).order_by(NEURONS.c.role, NEURONS.c.hotkey)).all()
         return [NeuronInfo(**row._asdict()) for row in rows]

@@ -163,16 +163,16 @@ class RaceEngine:
         ).first()
         return (row.winner, row.winner_submission_id) if row is not None else (None, None)
 
-    def _stakes(self) -> dict[str, float]:
-        return {n.hotkey: n.stake for n in self.arena.metagraph.all() if n.role == "validator"}
+    def _stakes(self, connection: Connection | None = None) -> dict[str, float]:
+        return {n.hotkey: n.stake for n in self.arena.metagraph.all(connection) if n.role == "validator"}
 
-    def _uids(self) -> dict[str, int | None]:
-        return {n.hotkey: n.uid for n in self.arena.metagraph.all()}
+    def _uids(self, connection: Connection | None = None) -> dict[str, int | None]:
+        return {n.hotkey: n.uid for n in self.arena.metagraph.all(connection)}
 
     def qualifying_scores(self, connection: Connection) -> dict[str, float]:
         """submission id → its qualifying score: the stake-weighted median of its validators' final
         scores on its qualifying job (success rate × judge coefficient, strict)."""
-        stakes = self._stakes()
+        stakes = self._stakes(connection)
         rows = connection.execute(
             select(RESULTS.c.submission_id, RESULTS.c.validator_hotkey, RESULTS.c.asr, RESULTS.c.coefficient)
             .join(JOBS, JOBS.c.job_id == RESULTS.c.job_id)
@@ -194,7 +194,7 @@ class RaceEngine:
             with self.engine.connect() as fresh:
                 return self.qualifiers(fresh)
         scores = self.qualifying_scores(connection)
-        miners = {n.hotkey: n for n in self.arena.metagraph.all() if n.role == "miner"}
+        miners = {n.hotkey: n for n in self.arena.metagraph.all(connection) if n.role == "miner"}
         rows = connection.execute(
             select(SUBMISSIONS.c.submission_id, SUBMISSIONS.c.miner_hotkey, SUBMISSIONS.c.created_at)
             .where(SUBMISSIONS.c.submission_id.in_(list(scores)), SUBMISSIONS.c.admitted.is_(True))
