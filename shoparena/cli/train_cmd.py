@@ -74,11 +74,15 @@ def stage_command(app: typer.Typer, name: str, config_cls: Any, run: Callable[[A
     `run(config)` and prints where the outputs are. `run` raises ValueError for bad input."""
 
     def body(**values: Any) -> None:
+        from shoparena.train.chat_render import MaskError
+
         config = build_config(config_cls, values)
         try:
             result = run(config)
         except ValueError as exc:
             raise fail(str(exc)) from exc
+        except MaskError as exc:  # the loss mask failed its proof: nothing was trained on it
+            raise fail(f"{name}: the assistant-only loss mask failed its check: {exc}") from exc
         except KeyboardInterrupt:
             raise fail(f"{name}: interrupted; outputs so far are in {config.out}", 130) from None
         say(summary(result))

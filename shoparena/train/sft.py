@@ -273,7 +273,7 @@ def train_candidate(
     peft_config = lora_config(config)
     args = sft_args(config, lr, out / "trainer", bf16=bf16)
     out.mkdir(parents=True, exist_ok=True)
-    log = MetricsLog(out / METRICS_FILE, stage="sft", learning_rate=lr)
+    log = MetricsLog(out / METRICS_FILE, stage="sft", peak_learning_rate=lr)
     callbacks = [metrics_callback(log, _steps_tokens(train, config))]
     if config.progress:
         callbacks.append(progress_callback(f"sft lr={lr:g}"))
