@@ -38,7 +38,7 @@ COMPUTED_CLUSTER_PREFIX = "lsh-"
 """Cluster names the split made up for rows without a leak cluster (not a fingerprint of their own)."""
 
 
-class LeakGuardError(RuntimeError):
+class LeakGuardError(ValueError):
     """The corpus cannot be read as a frozen corpus (no manifest, tampered eval pool, missing suite)."""
 
 

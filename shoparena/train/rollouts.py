@@ -20,6 +20,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel
 
+from shoparena.agents.base import RunnerError
 from shoparena.agents.config import EvalConfig
 from shoparena.agents.runner import RunProgress, run_eval
 from shoparena.corpus import gates as gate_mod
@@ -120,7 +121,10 @@ def sample_rollouts(
     """Run `agent` over `problems` × `sampling.samples` into `out` (resuming it), strictly scored."""
     if not problems:
         raise ValueError("no problems to sample: the leak guard kept none, or the problems file is empty")
-    run = run_eval(eval_config(agent, catalog, problems, out, sampling), progress=progress)
+    try:
+        run = run_eval(eval_config(agent, catalog, problems, out, sampling), progress=progress)
+    except RunnerError as exc:  # a bad spec or an unusable run directory: the stage's input was wrong
+        raise ValueError(f"sampling {agent} into {out}: {exc}") from exc
     sampled = passed = 0
     for record in read_records(out / TRAJECTORIES):
         sampled += 1

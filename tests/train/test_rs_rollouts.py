@@ -84,3 +84,10 @@ def test_failed_and_non_strict_records_are_not_kept(w):
     assert len(converted.rows) == 1
     assert converted.rejects[0].reason == "unpaired_tool_call"
     assert converted.rejects[0].record_id == strict[0]["record_id"]
+
+
+def test_a_bad_sampler_is_a_clear_error(w, tmp_path):
+    problems_file = tmp_path / "problems.jsonl"
+    write_problems(problems_file, w.fresh[:1])
+    with pytest.raises(ValueError, match="unknown kind 'nosuch'"):
+        collect("nosuch:x", w.catalog, problems_file, w.corpus, tmp_path / "o", Sampling(), progress=False)
