@@ -16,16 +16,15 @@ import argparse
 import json
 import platform
 import resource
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import run_eval
-from shoparena.corpus.pipeline import CorpusConfig, build_corpus
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
-from shoparena.judge.offline import OfflineJudge
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 from shoparena.train.chat_render import assert_mask_is_assistant_only, render_with_mask
@@ -33,6 +32,7 @@ from shoparena.train.corpus_data import read_corpus
 from shoparena.train.metrics import read_metrics
 from shoparena.train.sft import SFTStageConfig, run_sft
 from shoparena.train.tiny_model import TinyModelConfig, make_tiny_model
+from tests.train.reference_corpus import reference_corpus
 
 OUT = Path(__file__).parent / "out" / "train_bench.json"
 
@@ -43,32 +43,8 @@ def make_corpus(root: Path, problems: int) -> Path:
     backend = open_catalog(catalog)
     path = root / "problems.jsonl"
     write_problems(path, ProblemGenerator(backend, seed=11).generate(problems, ["product"], variants=1))
-    judge = OfflineJudge()
-    run = root / "run"
-    run_eval(
-        EvalConfig(
-            catalog=catalog,
-            problems=path,
-            agent="reference:agentic",
-            profile="upstream4",
-            out=run,
-            executor="inline",
-            similarity="lexical",
-            bootstrap=0,
-        ),
-        judge=lambda record, problem: judge(record, problem),
-    )
-    corpus = root / "corpus"
-    build_corpus(
-        CorpusConfig(
-            inputs=[run],
-            out=corpus,
-            catalog=catalog,
-            min_quality=0.1,
-            per_problem=1,
-            eval_size=2,
-            problems=[path],
-        )
+    _, corpus = reference_corpus(
+        root, catalog, path, run_name="run", profile="upstream4", min_quality=0.1, per_problem=1, eval_size=2
     )
     return corpus
 

@@ -28,43 +28,22 @@ def tiny_tokenizer(tiny_model_dir):
 def tiny_corpus(tmp_path_factory, small_catalog_dir, small_catalog) -> Path:
     """A corpus made the real way: reference-agent eval runs on generated problems, judged offline,
     through `build_corpus` (normalise, gates, dedup, leak-guarded split, TRL export)."""
-    from shoparena.agents.config import EvalConfig
-    from shoparena.agents.runner import run_eval
-    from shoparena.corpus.pipeline import CorpusConfig, build_corpus
-    from shoparena.judge.offline import OfflineJudge
     from shoparena.problems.generator import ProblemGenerator
     from shoparena.problems.io import write_problems
+    from tests.train.reference_corpus import reference_corpus
 
     root = tmp_path_factory.mktemp("train-corpus")
     problems = root / "problems.jsonl"
     generated = ProblemGenerator(small_catalog, seed=11).generate(12, ["product"], variants=1)
     write_problems(problems, generated)
-    judge = OfflineJudge()
-    run = root / "run_agentic"
-    run_eval(
-        EvalConfig(
-            catalog=small_catalog_dir,
-            problems=problems,
-            agent="reference:agentic",
-            profile="upstream4",
-            out=run,
-            executor="inline",
-            similarity="lexical",
-            bootstrap=0,
-        ),
-        judge=lambda record, problem: judge(record, problem),
-    )
-    out = root / "corpus"
-    build_corpus(
-        CorpusConfig(
-            inputs=[run],
-            out=out,
-            catalog=small_catalog_dir,
-            min_quality=0.1,
-            per_problem=1,
-            eval_size=3,
-            problems=[problems],
-            seed=5,
-        )
+    _, out = reference_corpus(
+        root,
+        small_catalog_dir,
+        problems,
+        profile="upstream4",
+        min_quality=0.1,
+        per_problem=1,
+        eval_size=3,
+        seed=5,
     )
     return out

@@ -15,14 +15,11 @@ from pathlib import Path
 
 import orjson
 
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import run_eval
-from shoparena.corpus.pipeline import CorpusConfig, build_corpus
 from shoparena.index.catalog_dir import open_catalog
-from shoparena.judge.offline import OfflineJudge
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 from shoparena.problems.models import Problem
+from tests.train.reference_corpus import reference_corpus
 
 TASKS = 9
 VARIANTS = 3
@@ -83,35 +80,18 @@ def _build(root: Path, catalog: Path) -> World:
     write_problems(corpus_problems, in_corpus)
     never_touch = root / "never_touch.jsonl"
     write_problems(never_touch, never_problems)
-    run = root / "run_agentic"
-    judge = OfflineJudge()
-    run_eval(
-        EvalConfig(
-            catalog=catalog,
-            problems=corpus_problems,
-            agent="reference:agentic",
-            out=run,
-            executor="inline",
-            similarity="lexical",
-            bootstrap=10,
-        ),
-        judge=lambda record, problem: judge(record, problem),
-    )
-    corpus = root / "corpus"
-    build_corpus(
-        CorpusConfig(
-            inputs=[run],
-            out=corpus,
-            catalog=catalog,
-            min_quality=0.0,
-            per_problem=1,
-            eval_size=4,
-            problems=[corpus_problems],
-            never_touch=[never_touch],
-            seed=5,
-            parquet=False,
-            report=False,
-        )
+    run, corpus = reference_corpus(
+        root,
+        catalog,
+        corpus_problems,
+        bootstrap=10,
+        min_quality=0.0,
+        per_problem=1,
+        eval_size=4,
+        never_touch=[never_touch],
+        seed=5,
+        parquet=False,
+        report=False,
     )
     return World(
         root=root,
