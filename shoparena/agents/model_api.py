@@ -166,6 +166,28 @@ def validation_message(exc: ValidationError) -> tuple[str, str]:
     return (f"{where}: {message}" if where else message), where
 
 
+def invalid_text_path(value: Any, path: str = "") -> str | None:
+    """Where the first string that is not valid Unicode sits (JSON can carry a lone surrogate escape
+    such as `\\ud800`, which no tokenizer takes); None when every string is valid."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "(the body)"
+        return None
+    if isinstance(value, dict):
+        items = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for where, item in items:
+        found = invalid_text_path(item, where)
+        if found is not None:
+            return found
+    return None
+
+
 def error_path(loc: tuple[int | str, ...]) -> str:
     """A pydantic location as a field path; the role tag pydantic adds inside a message is dropped."""
     path = ""

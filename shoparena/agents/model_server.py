@@ -39,7 +39,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT, ModelError
 from shoparena.agents.hf_agent import Generation, HFAgent
 from shoparena.agents.loopback import AppThread
-from shoparena.agents.model_api import ChatRequest, validation_message
+from shoparena.agents.model_api import ChatRequest, invalid_text_path, validation_message
 from shoparena.harness.models import ParsedTurn
 from shoparena.harness.protocols import OPENAI
 
@@ -253,6 +253,9 @@ def parse_request(body: bytes) -> ChatRequest:
         raise ApiError(400, f"the body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ApiError(400, f"the body must be a JSON object, got {type(data).__name__}")
+    where = invalid_text_path(data)
+    if where is not None:
+        raise ApiError(400, f"{where}: the text is not valid Unicode (a lone surrogate escape)", param=where)
     try:
         return ChatRequest.model_validate(data)
     except ValidationError as exc:
@@ -274,6 +277,8 @@ class ModelServer(Protocol):
     def start(self) -> ModelServer: ...
 
     def stop(self) -> None: ...
+
+    def serve_forever(self) -> None: ...
 
     def __enter__(self) -> ModelServer: ...
 

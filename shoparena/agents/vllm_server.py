@@ -191,13 +191,13 @@ class VllmServer:
                 start_new_session=True,
             )
         try:
-            self._wait_ready()
+            self._wait_ready(self.log)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, log: Path) -> None:
         assert self.process is not None
         deadline = time.monotonic() + self.startup_timeout_s
         url = f"{self.base_url}/models"
@@ -206,7 +206,7 @@ class VllmServer:
             code = self.process.poll()
             if code is not None:
                 raise VllmStartError(
-                    f"vLLM exited with status {code} before serving; {self.log}:\n{log_tail(self.log)}"
+                    f"vLLM exited with status {code} before serving; {log}:\n{log_tail(log)}"
                 )  # type: ignore[arg-type]
             try:
                 with opener.open(url, timeout=5) as response:
@@ -216,10 +216,15 @@ class VllmServer:
                 pass
             if time.monotonic() > deadline:
                 raise VllmStartError(
-                    f"vLLM did not answer {url} within {self.startup_timeout_s:g} s; "
-                    f"{self.log}:\n{log_tail(self.log)}"  # type: ignore[arg-type]
+                    f"vLLM did not answer {url} within {self.startup_timeout_s:g} s; {log}:\n{log_tail(log)}"
                 )
             time.sleep(0.5)
+
+    def serve_forever(self) -> None:
+        """Block until vLLM exits (Ctrl-C in a CLI)."""
+        if self.process is None:
+            raise RuntimeError("vllm server: not started")
+        self.process.wait()
 
     def stop(self) -> None:
         process, self.process = self.process, None

@@ -16,6 +16,7 @@ from shoparena.cli import (
     judge_cmd,
     keys_cmd,
     miner_cmd,
+    model_cmd,
     problems_cmd,
     score_cmd,
     store_cmd,
@@ -48,6 +49,7 @@ arena_cmd.register(app)
 miner_cmd.register(app)
 validator_cmd.register(app)
 train_cmd.register(app)
+model_cmd.register(app)
 
 
 def main() -> None:
