@@ -229,7 +229,11 @@ def build_app(model: ChatModel, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fast
             answer = await run_in_threadpool(model.complete, parsed)
         except ApiError as exc:
             model.record(
-                {"status": exc.status, "error": exc.message, "latency_s": time.monotonic() - started}
+                {
+                    "status": exc.status,
+                    "error": exc.message,
+                    "latency_s": round(time.monotonic() - started, 4),
+                }
             )
             return exc.response()
         model.record(

@@ -3,6 +3,7 @@ inference proxy (`shoparena.agents.model_server`)."""
 
 from __future__ import annotations
 
+import signal
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -80,6 +81,7 @@ def serve_cmd(
         server.start()
     except (ValueError, OSError, VllmUnavailable, VllmStartError) as exc:
         raise fail(str(exc)) from None
+    signal.signal(signal.SIGTERM, _interrupt)  # a stopped CLI must not orphan vLLM's process group
     try:
         say(f"serving {checkpoint} as [bold]{name}[/] at {server.base_url} ({backend.value})")
         say(f"proxy upstream: {name}={server.upstream_spec(name)}")
@@ -88,6 +90,10 @@ def serve_cmd(
         say("stopping")
     finally:
         server.stop()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def register(app: typer.Typer) -> None:
