@@ -61,8 +61,10 @@ def serve_cmd(
         shoparena eval --agent file:miner.py --option
         inference_models=shoparena-distilled=http://127.0.0.1:8000/v1#shoparena-distilled ...
 
-    (in general NAME=http://HOST:PORT/v1#NAME; the miner calls miner_sdk.chat(model="NAME")).
-    Runs until Ctrl-C.
+    The proxy's allowlist entry is always NAME=http://HOST:PORT/v1#NAME (printed at start; the same
+    NAME=UPSTREAM form wherever the proxy is configured); the miner calls
+    miner_sdk.chat(messages, tools=..., model="NAME"). --backend vllm needs `pip install vllm` on a
+    GPU machine. Runs until Ctrl-C.
     """
     from shoparena.agents.model_server import start_model_server
     from shoparena.agents.vllm_server import VllmStartError, VllmUnavailable

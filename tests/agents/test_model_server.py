@@ -346,3 +346,16 @@ def test_an_hf_server_is_stopped_cleanly_and_names_its_state(tiny_model_dir):  #
     idle = HFModelServer(tiny_model_dir, name=NAME)
     with pytest.raises(RuntimeError, match="not started"):
         idle.base_url  # noqa: B018
+
+
+def test_hf_generate_takes_per_call_overrides_and_keeps_its_defaults(server):
+    agent = server.agent
+    prompt = agent.render_prompt(*agent.loop.render_history(user(), None))
+    assert agent.generate(prompt).completion_tokens <= SERVER_MAX == agent.max_new_tokens
+    assert agent.generate(prompt, max_new_tokens=2).completion_tokens <= 2
+    sampled = [
+        agent.generate(prompt, max_new_tokens=4, temperature=1.0, top_p=0.9, seed=7).text for _ in range(2)
+    ]
+    assert sampled[0] == sampled[1]  # seeded: the same sample twice
+    with pytest.raises(ValueError, match="max_new_tokens must be at least 1"):
+        agent.generate(prompt, max_new_tokens=0)
