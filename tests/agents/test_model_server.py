@@ -359,3 +359,29 @@ def test_hf_generate_takes_per_call_overrides_and_keeps_its_defaults(server):
     assert sampled[0] == sampled[1]  # seeded: the same sample twice
     with pytest.raises(ValueError, match="max_new_tokens must be at least 1"):
         agent.generate(prompt, max_new_tokens=0)
+
+
+def test_a_lora_adapter_directory_is_served_on_its_base(tiny_model_dir, tmp_path):  # noqa: F811
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    adapter = tmp_path / "sft-adapter"
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    peft.get_peft_model(model, peft.LoraConfig(r=2, target_modules="all-linear")).save_pretrained(adapter)
+    AutoTokenizer.from_pretrained(tiny_model_dir).save_pretrained(adapter)
+    with start_model_server(adapter, name="adapted", device="cpu", max_new_tokens=2) as served:
+        assert isinstance(served.agent.model, peft.PeftModel)
+        status, answer = post(served, {"model": "adapted", "messages": user()})
+    assert status == 200 and 1 <= answer["usage"]["completion_tokens"] <= 2
+
+
+def test_a_request_that_waits_too_long_is_a_503_and_requests_are_logged(server, monkeypatch, tmp_path):
+    log = tmp_path / "requests.jsonl"
+    monkeypatch.setattr(server.model, "log", log)
+    monkeypatch.setattr(server.model, "queue_timeout_s", 0.05)
+    with server.model._generating:  # another generation holds the model
+        status, answer = post(server, {"model": NAME, "messages": user()})
+    assert status == 503 and answer["error"]["code"] == "busy"
+    status, _ = post(server, {"model": NAME, "messages": user(), "max_tokens": 1})
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["status"] for line in lines] == [503, 200] and lines[1]["completion_tokens"] == 1
