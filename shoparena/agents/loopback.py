@@ -20,12 +20,13 @@ from typing import Any
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 5.0
 BACKLOG = 1024
+CONNECT_HOST = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
 class AppThread:
     """`app` served on `host:port` (port 0: a free one) while started; a context manager.
 
-    `url` is `http://HOST:PORT` once started. uvicorn options (log_level, access_log, …) pass through.
+    `url` is `http://HOST:PORT` once started (loopback for a wildcard HOST). uvicorn options (log_level, access_log, …) pass through.
     """
 
     def __init__(
@@ -44,7 +45,8 @@ class AppThread:
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError(f"{self.name}: not started")
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        host = CONNECT_HOST.get(self.host, self.host)  # a wildcard address is reached on loopback
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
 
     def start(self) -> AppThread:
