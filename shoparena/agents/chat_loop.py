@@ -98,7 +98,10 @@ class ChatLoop:
 
     def history(self, episode: Episode) -> list[dict]:
         """The episode's trace with the agent's system prompt in front when the episode has none."""
-        messages = episode.messages
+        return self.with_system_prompt(episode.messages)
+
+    def with_system_prompt(self, messages: list[dict]) -> list[dict]:
+        """OpenAI-format messages with the agent's system prompt in front when they have none."""
         has_system = any(m.get("role") == "system" for m in messages)
         # upstream's prompt is built from the tools when no system prompt is given: keep that default
         if not has_system and self.system_prompt and self.protocol.name != "upstream":
@@ -107,8 +110,12 @@ class ChatLoop:
 
     def render(self, episode: Episode) -> tuple[list[dict], list[dict] | None]:
         """The messages (and tools, when they travel outside the prompt) for the next model call."""
-        history = self.history(episode)
-        tools = episode.tools
+        return self.render_history(self.history(episode), episode.tools)
+
+    def render_history(
+        self, history: list[dict], tools: list[dict] | None
+    ) -> tuple[list[dict], list[dict] | None]:
+        """`render` for any OpenAI-format history (the model server renders its requests with it)."""
         if self.protocol.name == "openai":
             return [_with_sendable_arguments(m) for m in OPENAI.render(history)], tools
         if self.tools_via == "api":

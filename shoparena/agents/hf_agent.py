@@ -197,9 +197,27 @@ class HFAgent(Agent):
             messages, tools=tools, tokenize=False, add_generation_prompt=True, **self.template_kwargs
         )
 
-    def generate(self, prompt: str) -> Generation:
-        """Continue `prompt`; the hook a test or a faster backend replaces."""
+    def generate(
+        self,
+        prompt: str,
+        *,
+        max_new_tokens: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """Continue `prompt`; the hook a test or a faster backend replaces.
+
+        The keyword arguments override the agent's own settings for this call only (the model server
+        takes them from each request); None keeps the agent's. `seed` reseeds torch before sampling.
+        """
         import torch
+
+        max_new_tokens = self.max_new_tokens if max_new_tokens is None else max_new_tokens
+        temperature = self.temperature if temperature is None else temperature
+        top_p = self.top_p if top_p is None else top_p
+        if max_new_tokens < 1:
+            raise ValueError(f"hf agent: max_new_tokens must be at least 1, got {max_new_tokens}")
 
         encoded = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
         prompt_tokens = int(encoded["input_ids"].shape[1])
@@ -207,12 +225,14 @@ class HFAgent(Agent):
             raise ModelError(
                 f"the prompt has {prompt_tokens} tokens; {self.path} takes at most {self.context_length}"
             )
-        max_new = self.max_new_tokens
+        max_new = max_new_tokens
         if self.context_length:
             max_new = min(max_new, self.context_length - prompt_tokens)
-        options: dict[str, Any] = {"max_new_tokens": max_new, "do_sample": self.temperature > 0}
-        if self.temperature > 0:
-            options.update(temperature=self.temperature, top_p=self.top_p)
+        options: dict[str, Any] = {"max_new_tokens": max_new, "do_sample": temperature > 0}
+        if temperature > 0:
+            options.update(temperature=temperature, top_p=top_p)
+        if seed is not None:
+            torch.manual_seed(seed)
         pad = self.tokenizer.pad_token_id
         with torch.inference_mode():
             output = self.model.generate(

@@ -17,6 +17,7 @@ from shoparena.cli import (
     keys_cmd,
     loop_cmd,
     miner_cmd,
+    model_cmd,
     problems_cmd,
     score_cmd,
     store_cmd,
@@ -49,6 +50,7 @@ arena_cmd.register(app)
 miner_cmd.register(app)
 validator_cmd.register(app)
 train_cmd.register(app)
+model_cmd.register(app)
 loop_cmd.register(app)
 
 
