@@ -77,6 +77,21 @@ def _num(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _scores_by_racer(season) -> Rows | None:
+    """Race score per racer (rows) and race (columns); a star marks the winner of a promoting race."""
+    raced = [race for race in season.races if race.results]
+    if not raced:
+        return None
+    table: dict[str, dict[str, str]] = {}
+    for race in raced:
+        for rank, result in enumerate(race.results, 1):
+            mark = " ★" if rank == 1 and race.promoted else ""
+            name = racer_name(season, result.hotkey, result.submission_id)
+            table.setdefault(name, {})[race.race_id] = _num(result.score) + mark
+    rows = [[name, *(cells.get(race.race_id, "–") for race in raced)] for name, cells in table.items()]
+    return Rows(["race score", *(race.race_id for race in raced)], rows)
+
+
 # -- sections --------------------------------------------------------------------------------------------------
 def season_section(data: LoopData) -> Section:
     path = data.layout.season_file
@@ -108,13 +123,16 @@ def season_section(data: LoopData) -> Section:
         ])  # fmt: skip
     header = ["race", "state", "racers", "crown after", "top score", "promoted", "note"]
     blocks.append(Table(Rows(header, races, ["left", "left", "right", "left", "right", "left", "left"])))
+    scores = _scores_by_racer(season)
+    if scores is not None:
+        blocks += [Table(scores), Text("★ the race's winner was promoted (took the crown).")]
     if season.weights:
         names = uid_names(season)
         uids = sorted({uid for vector in season.weights for uid in vector.uids})
         weight_rows = []
         for vector in season.weights:
             weights = dict(zip(vector.uids, vector.weights, strict=True))
-            weight_rows.append([vector.race_id or "–", *(_num(weights.get(uid), 3) for uid in uids)])
+            weight_rows.append([vector.race_id or "–", *(_num(weights.get(uid, 0.0)) for uid in uids)])
         blocks.append(
             Table(Rows(["after race", *(f"uid {uid}: {names.get(uid, '?')}" for uid in uids)], weight_rows))
         )

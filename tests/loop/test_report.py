@@ -201,6 +201,7 @@ def test_every_section_holds_the_right_numbers(runs, tmp_path):
     # the season: two races, both promoted, the crown after each; weights per uid after each race
     assert "| race-00001 | RACE_COMPLETE | 3 | 01-agentic | 0.600 | yes |" in md
     assert "| race-00002 | RACE_COMPLETE | 3 | 02-pipeline | 0.700 | yes |" in md
+    assert "| 01-agentic | 0.600 ★ | 0.500 |" in md and "| 02-pipeline | 0.400 | 0.700 ★ |" in md
     assert "| race-00001 | 0.500 | 0.300 | 0.200 |" in md and "| race-00002 | 0.500 | 0.200 | 0.300 |" in md
     # the funnel: the manifest's counts, conservation stated
     counts = orjson.loads((layout.corpus_dir / "manifest.json").read_bytes())["counts"]
