@@ -16,8 +16,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from shoparena.arena.competition.season.seasonfile import SeasonFile, SeasonSubmission
 from shoparena.corpus.models import DEDUP_RANKED_OUT
-from shoparena.corpus.pipeline import CorpusResult
-from shoparena.corpus.report import funnel_stages
 from shoparena.loop.layout import DISTILLED_MINER, LoopLayout
 from shoparena.report.runs import METRICS_FILE as RUN_METRICS_FILE
 from shoparena.report.runs import ReportError, RunView, load_run
@@ -105,8 +103,6 @@ class Funnel(BaseModel):
     counts: dict[str, int] | None = None
     reasons: dict[str, int] | None = None
     """Rejections by reason, dedup excluded (it is `deduplicated`)."""
-    stages: list[tuple[str, int]] = []
-    """The corpus build's funnel, from inputs to train + eval (`corpus.report.funnel_stages`)."""
 
     @property
     def kept(self) -> int:
@@ -127,14 +123,12 @@ def read_funnel(layout: LoopLayout) -> Funnel:
     if not isinstance(counts, dict) or any(not isinstance(counts.get(k), int) for k in needed):
         raise LoopReportError(f"{manifest_path}: not a corpus manifest (counts {', '.join(needed)} expected)")
     reasons = manifest.get("reasons") or {}
-    if not isinstance(reasons, dict):
-        raise LoopReportError(f"{manifest_path}: 'reasons' is not an object")
-    result = CorpusResult(counts=counts, reasons=reasons, manifest=manifest, out=layout.corpus_dir, seconds=0)
+    if not isinstance(reasons, dict) or any(not isinstance(n, int) for n in reasons.values()):
+        raise LoopReportError(f"{manifest_path}: 'reasons' is not an object of counts")
     return Funnel(
         firehose_rows=rows,
         counts=counts,
         reasons={k: int(v) for k, v in reasons.items() if k != DEDUP_RANKED_OUT},
-        stages=funnel_stages(result),
     )
 
 

@@ -292,6 +292,12 @@ def test_a_malformed_file_is_named_in_the_error(runs, tmp_path):
     ):
         read_loop(layout)
     layout.season_file.unlink()
+    manifest = layout.corpus_dir / "manifest.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text('{"counts": {"inputs": 3}}')
+    with pytest.raises(LoopReportError, match=re.escape(str(manifest)) + ": not a corpus manifest"):
+        write_loop_report(layout)
+    manifest.unlink()
     metrics = layout.train_dir / "01-sft" / "metrics.jsonl"
     metrics.parent.mkdir(parents=True)
     metrics.write_text('{"step": 1, "loss": 1.0}\n{oops\n')
