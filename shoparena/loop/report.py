@@ -466,7 +466,7 @@ def loop_report_markdown(report: Report) -> str:
 
 def _html_block(block) -> str:
     if isinstance(block, Text):
-        return f"<p class='{'missing' if block.missing else ''}'>{html.escape(block.text)}</p>"
+        return f"<p{' class=missing' if block.missing else ''}>{html.escape(block.text)}</p>"
     if isinstance(block, Table):
         head, body = html_table(block.rows).split("<tbody>", 1)
         rows = body.split("<tr>")[1:]  # cells are escaped: "<tr>" only opens a row
