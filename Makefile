@@ -17,7 +17,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) sandbox-deps
 	$(BIN)/python -m shoparena.demo
 
 lint: $(STAMP)

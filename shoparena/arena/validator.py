@@ -72,6 +72,10 @@ class ValidatorSettings(BaseModel):
     post_attempts: int = Field(default=5, ge=1)
     work_dir: Path | None = None
     """Where private job directories are made [default: the system's temporary directory]."""
+    inference_models: dict[str, str] | None = None
+    """The inference proxy's allowlist for miner code, public name → upstream spec (`offline:NAME` or
+    `http://HOST:PORT/v1#MODEL`, see `agents.inference_upstreams`) [default: the offline reference
+    models]. This is how a validator serves a model it hosts, e.g. a distilled checkpoint."""
 
 
 class JobReport(BaseModel):
@@ -333,6 +337,11 @@ class Validator:
                 bootstrap=0,
                 name=f"arena job {offer.job_id}",
                 sandbox=self.settings.sandbox,
+                options=(
+                    {"inference_models": dict(self.settings.inference_models)}
+                    if self.settings.inference_models
+                    else {}
+                ),
             )
 
             def watch(_progress) -> None:

@@ -15,6 +15,7 @@ from shoparena.cli import (
     harness_cmd,
     judge_cmd,
     keys_cmd,
+    loop_cmd,
     miner_cmd,
     problems_cmd,
     score_cmd,
@@ -48,6 +49,7 @@ arena_cmd.register(app)
 miner_cmd.register(app)
 validator_cmd.register(app)
 train_cmd.register(app)
+loop_cmd.register(app)
 
 
 def main() -> None:

@@ -75,6 +75,16 @@ def run_cmd(
     poll_s: Annotated[
         float, typer.Option("--poll-s", min=0.1, help="Wait between claims while no job is waiting (s).")
     ] = 10.0,
+    inference_models: Annotated[
+        str | None,
+        typer.Option(
+            "--inference-models",
+            help="The inference proxy's allowlist for miner code: NAME=UPSTREAM,… with UPSTREAM offline:NAME "
+            "or http://HOST:PORT/v1#MODEL (e.g. a checkpoint served by `shoparena model serve`) "
+            "[default: the offline reference models].",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print each job's report as JSON.")] = False,
 ) -> None:
     """Claim jobs and evaluate them until interrupted (or one with --once).
@@ -83,6 +93,8 @@ def run_cmd(
     lease was lost, 2 this validator cannot evaluate the arena's jobs (catalogue, key, arena)."""
     from pydantic import ValidationError
 
+    from shoparena.agents.base import AgentSpecError
+    from shoparena.agents.file_agent import parse_models
     from shoparena.arena.errors import ArenaError
     from shoparena.arena.validator import JobFailed, Validator, ValidatorError, ValidatorSettings
 
@@ -99,7 +111,10 @@ def run_cmd(
             judge_options={k: v for k, v in judge_options.items() if v is not None},
             sandbox=sandbox,
             poll_s=poll_s,
+            inference_models=parse_models(inference_models) if inference_models else None,
         )
+    except AgentSpecError as exc:
+        raise fail(f"--inference-models: {exc}") from None
     except ValidationError as exc:
         raise fail("; ".join(f"--{e['loc'][0]}: {e['msg']}" for e in exc.errors())) from None
     if sandbox == "none":

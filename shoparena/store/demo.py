@@ -1,6 +1,6 @@
 """The store's stage of the demo: eval run directories in, a stored and exported corpus input out.
 
-`store_runs` is what `shoparena.demo` calls after the eval stage; the corpus stage then reads the JSONL
+`store_runs` is what `shoparena.tour` (the component tour) calls after the eval stage; the corpus stage then reads the JSONL
 it exports (the canonical records, byte for byte as the runner wrote them).
 """
 

@@ -25,11 +25,12 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Literal
 
 from shoparena.arena import Arena
 from shoparena.arena.client import ArenaClient, ArenaRefused
 from shoparena.arena.competition.season.clock import SEASON_EPOCH, SimClock
-from shoparena.arena.competition.season.roster import FAVOURITE_SLOT, MinerSpec, miner_source, roster
+from shoparena.arena.competition.season.roster import FAVOURITE_SLOT, miner_source, roster
 from shoparena.arena.competition.season.seasonfile import (
     DayProgress,
     SeasonFile,
@@ -171,7 +172,7 @@ class Season:
         settings = self.settings
         self.prior_submissions, self.prior_races = _counts(arena)
         arena.ledger.new_id = seeded_ids(settings.seed, self.prior_submissions)
-        miners, validator_keys = register_all(arena, self.arena_dir, settings)
+        miners, entrants, validator_keys = register_all(arena, self.arena_dir, settings)
         specs = roster(settings.miners)
         favourite = next((m for m, s in zip(miners, specs, strict=True) if s.slot == FAVOURITE_SLOT), None)
         engine = RaceEngine(arena, clock=self.clock)
@@ -185,24 +186,41 @@ class Season:
                 stack.enter_context(ArenaClient(url, keypair_from_seed(m.secret_seed), clock=self.clock))
                 for m in miners
             ]
+            entering = [
+                (
+                    entrant,
+                    key,
+                    stack.enter_context(
+                        ArenaClient(url, keypair_from_seed(key.secret_seed), clock=self.clock)
+                    ),
+                )
+                for entrant, key in zip(settings.entrants, entrants, strict=True)
+            ]
             validators = [stack.enter_context(self._validator(url, key, favourite)) for key in validator_keys]
             for validator in validators:
                 validator.check()
             for day in range(1, settings.days + 1):
-                self._day(day, arena, engine, specs, miners, miner_clients, validators)
+                self._day(day, arena, engine, specs, miners, miner_clients, validators, entering)
         started = time.perf_counter()
-        season = self._season_file(arena, engine, specs, miners, validator_keys, validators, favourite)
+        season = self._season_file(
+            arena, engine, specs, miners, validator_keys, validators, favourite, entrants
+        )
         self._timed("write", started)
         return season
 
     def _validator(self, url: str, key: Participant, favourite: Participant | None) -> _Closing:
         client = ArenaClient(url, keypair_from_seed(key.secret_seed), clock=self.clock)
-        options = ValidatorSettings(sandbox=self.sandbox, workers=self.settings.workers, judge="offline")
+        options = ValidatorSettings(
+            sandbox=self.sandbox,
+            workers=self.settings.workers,
+            judge="offline",
+            inference_models=self.settings.inference_models,
+        )
         if not key.honest and favourite is not None:
             return _Closing(DishonestValidator(client, favourite.hotkey, options), client)
         return _Closing(Validator(client, options), client)
 
-    def _day(self, day, arena: Arena, engine, specs, miners, clients, validators) -> None:
+    def _day(self, day, arena: Arena, engine, specs, miners, clients, validators, entering=()) -> None:
         started_day = time.perf_counter()
         start = self.start + (day - 1) * DAY
         self.clock.set(start)
@@ -211,13 +229,19 @@ class Season:
         started = time.perf_counter()
         before = len(self.submissions), len(self.refusals)
         for spec, miner, client in zip(specs, miners, clients, strict=True):
+            if not self.settings.roster_submits:
+                break
             due = [spec.file] if day == 1 else [r.file for r in spec.resubmissions if r.day == day]
             for file in due:
+                intended = "admitted" if (spec.admitted or file != spec.file) else "rejected"
                 self.clock.set(start + SUBMIT_AT + timedelta(minutes=10 * spec.slot))
-                self._submit(day, spec, miner, client, file)
+                self._submit(day, spec.name, miner, client, file, miner_source(file), intended)
                 if day == 1 and not spec.admitted:  # a rejected miner tries again at once: the cooldown
                     self.clock.set(start + SUBMIT_AT + timedelta(minutes=10 * spec.slot) + RETRY_AFTER)
-                    self._submit(day, spec, miner, client, file)
+                    self._submit(day, spec.name, miner, client, file, miner_source(file), intended)
+        for slot, (entrant, key, client) in enumerate(entering if day == 1 else (), start=len(specs) + 1):
+            self.clock.set(start + SUBMIT_AT + timedelta(minutes=10 * slot))
+            self._submit(day, entrant.name, key, client, entrant.name, entrant.source, "admitted")
         self._timed("submit", started)
 
         started = time.perf_counter()
@@ -257,14 +281,23 @@ class Season:
         if self.progress is not None:
             self.progress(progress)
 
-    def _submit(self, day: int, spec: MinerSpec, miner: Participant, client: ArenaClient, file: str) -> None:
+    def _submit(
+        self,
+        day: int,
+        name: str,
+        miner: Participant,
+        client: ArenaClient,
+        file: str,
+        source: str,
+        intended: Literal["admitted", "rejected"],
+    ) -> None:
         try:
-            answer = client.submit(f"{spec.name}:{file}", miner_source(file))
+            answer = client.submit(f"{name}:{file}", source)
         except ArenaRefused as exc:
             self.refusals.append(
                 SeasonRefusal(
                     hotkey=miner.hotkey,
-                    miner=spec.name,
+                    miner=name,
                     file=file,
                     day=day,
                     status=exc.status,
@@ -279,12 +312,12 @@ class Season:
                 submission_id=answer.submission_id,
                 hotkey=miner.hotkey,
                 uid=miner.uid,
-                miner=spec.name,
+                miner=name,
                 file=file,
                 day=day,
                 submitted_at=self.clock.now(),
                 status=answer.status,
-                intended="admitted" if (spec.admitted or file != spec.file) else "rejected",
+                intended=intended,
                 violations=violations,
             )
         )
@@ -303,10 +336,12 @@ class Season:
         self.episodes += episodes
         return jobs, episodes
 
-    def _season_file(self, arena, engine, specs, miners, validator_keys, validators, favourite) -> SeasonFile:
+    def _season_file(
+        self, arena, engine, specs, miners, validator_keys, validators, favourite, entrants
+    ) -> SeasonFile:
         from shoparena.arena.competition.season.summary import summarise
 
-        return summarise(self, arena, engine, specs, miners, validator_keys, validators, favourite)
+        return summarise(self, arena, engine, specs, miners, validator_keys, validators, favourite, entrants)
 
 
 class _Closing:

@@ -28,6 +28,21 @@ HONEST_STAKE = 100.0
 DISHONEST_STAKE = 40.0
 """The dishonest validator holds a minority of the stake whatever the number of validators."""
 VALIDATOR_UID_BASE = 100
+ENTRANT_UID_BASE = 50
+"""Entrants (miners from outside the roster, e.g. the closed loop's distilled model) get uids 51, 52 …"""
+
+
+class Entrant(BaseModel):
+    """A miner from outside the roster: its own file, submitted on the season's first day after the
+    roster's miners. The closed loop enters its distilled model this way."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    """Its name in the season file (`participants[].miner`, `submissions[].miner`)."""
+    source: str = Field(repr=False)
+    """The miner file's text (admission judges it like any other)."""
+    about: str = ""
 
 
 class SeasonSettings(BaseModel):
@@ -55,13 +70,22 @@ class SeasonSettings(BaseModel):
     qualifying_problems: int = Field(default=3, ge=1)
     dishonest: bool = True
     """The last validator lies for its favourite (needs ≥ 2 validators)."""
+    qualify_threshold: float = Field(default=0.1, ge=0, le=1)
+    """Qualifying score a submission needs to race (new arenas)."""
+    roster_submits: bool = True
+    """False: the roster's miners submit nothing this season and race with their latest qualified
+    files (a continuation that only brings `entrants`)."""
+    entrants: list[Entrant] = Field(default_factory=list)
+    inference_models: dict[str, str] | None = None
+    """The validators' inference-proxy allowlist, public name → upstream spec [default: the offline
+    reference models]; an entrant's model is served by adding it here."""
 
     def competition(self) -> CompetitionConfig:
         """The competition knobs a small season runs with (recorded in OUT.json's `config`)."""
         return CompetitionConfig(
             race_problems=self.race_problems,
             qualifying_problems=self.qualifying_problems,
-            qualify_threshold=0.1,
+            qualify_threshold=self.qualify_threshold,
             margin=0.02,
             race_cadence_s=86400,
             rotation_cadence_s=2 * 86400,
@@ -158,11 +182,18 @@ def add_race_bank(arena_dir: Path, settings: SeasonSettings) -> None:
 
 def register_all(
     arena: Arena, arena_dir: Path, settings: SeasonSettings
-) -> tuple[list[Participant], list[Participant]]:
-    """The miners' (uids 1…N) and validators' keys, registered with their stakes."""
+) -> tuple[list[Participant], list[Participant], list[Participant]]:
+    """The miners' (uids 1…N), entrants' (uids 51…) and validators' keys, registered with their stakes.
+    An entrant's key is derived from its name, so the same entrant keeps its hotkey across seasons."""
     miners = [
         participant(arena_dir, settings.seed, "miner", i, uid=i, stake=0.0)
         for i in range(1, settings.miners + 1)
+    ]
+    entrants = [
+        participant(
+            arena_dir, settings.seed, f"entrant-{entrant.name}", 0, uid=ENTRANT_UID_BASE + i, stake=0.0
+        )
+        for i, entrant in enumerate(settings.entrants, start=1)
     ]
     validators = []
     for i in range(1, settings.validators + 1):
@@ -175,8 +206,8 @@ def register_all(
         stake = DISHONEST_STAKE if dishonest else HONEST_STAKE
         key = participant(arena_dir, settings.seed, "validator", i, uid=VALIDATOR_UID_BASE + i, stake=stake)
         validators.append(key.model_copy(update={"honest": not dishonest}))
-    for person in miners:
+    for person in miners + entrants:
         arena.metagraph.register(person.hotkey, "miner", stake=person.stake, uid=person.uid)
     for person in validators:
         arena.metagraph.register(person.hotkey, "validator", stake=person.stake, uid=person.uid)
-    return miners, validators
+    return miners, entrants, validators

@@ -110,7 +110,7 @@ def _ordered(race: Race) -> Race:
 
 
 def summarise(
-    season: Season, arena, engine, specs, miners, validator_keys, validators, favourite
+    season: Season, arena, engine, specs, miners, validator_keys, validators, favourite, entrants=()
 ) -> SeasonFile:
     from shoparena.arena.competition.view import CompetitionView
 
@@ -175,19 +175,40 @@ def summarise(
             races=lies,
             gained_nothing=not any(gained(lie) for lie in lies),
         )
-    participants = [
-        {"role": "miner", "hotkey": m.hotkey, "uid": m.uid, "stake": m.stake, "miner": s.name, "kind": s.kind}
-        for m, s in zip(miners, specs, strict=True)
-    ] + [
-        {
-            "role": "validator",
-            "hotkey": v.hotkey,
-            "uid": v.uid,
-            "stake": v.stake,
-            "honest": liar is None or v.hotkey != liar.hotkey,
-        }
-        for v in validator_keys
-    ]
+    participants = (
+        [
+            {
+                "role": "miner",
+                "hotkey": m.hotkey,
+                "uid": m.uid,
+                "stake": m.stake,
+                "miner": s.name,
+                "kind": s.kind,
+            }
+            for m, s in zip(miners, specs, strict=True)
+        ]
+        + [
+            {
+                "role": "miner",
+                "hotkey": k.hotkey,
+                "uid": k.uid,
+                "stake": k.stake,
+                "miner": e.name,
+                "kind": "entrant",
+            }
+            for k, e in zip(entrants, season.settings.entrants, strict=True)
+        ]
+        + [
+            {
+                "role": "validator",
+                "hotkey": v.hotkey,
+                "uid": v.uid,
+                "stake": v.stake,
+                "honest": liar is None or v.hotkey != liar.hotkey,
+            }
+            for v in validator_keys
+        ]
+    )
     config = arena.config
     return SeasonFile(
         seed=season.settings.seed,

@@ -1,0 +1,55 @@
+"""`shoparena loop`: the closed loop in one command (`shoparena.loop`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shoparena.cli.common import fail, say
+
+LOOP_HELP = """Run the closed loop: an arena season → its judged firehose → a corpus → post-training →
+the distilled model back in the arena as a miner → one more race → one report (DIR/report.html,
+DIR/report.md).
+
+1 season: a short competition season on a simulated clock, through the real signed API, admission,
+  the sandbox, validators, the offline judge, the trajectory store, races and weights;
+2 firehose: every stored trajectory exported (what /v1/trajectories serves);
+3 corpus: `corpus build` (gates, dedup, axis split, leak-guarded train/eval split), with the final
+  race's problem pool kept out;
+4 train: `train pipeline` (the tiny random Qwen3 by default: plumbing, not learning), every checkpoint
+  evaluated on the corpus' held-out problems;
+5 season agents: the season's racing miner files on the same held-out problems;
+6 final race: the last checkpoint served as an OpenAI-compatible model, entered as a miner that calls
+  it through the arena's inference proxy, raced against the season's agents;
+7 report: season, funnel, training curves, Table 1, where the distilled agent placed.
+
+With no --config the embedded defaults run (the demo: 6 miners, 2 validators, 2 days, every stage a
+couple of steps on the tiny model; a few minutes on 2 cores). A config names only what it changes:
+see configs/loop/. Re-running with the same --out resumes at the stage that did not finish.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("loop", help=LOOP_HELP)
+    def loop_command(
+        out: Annotated[Path, typer.Option("--out", help="Output directory (re-running resumes it).")],
+        config: Annotated[
+            Path | None,
+            typer.Option("--config", help="Loop config YAML/JSON (default: the embedded demo settings)."),
+        ] = None,
+    ) -> None:
+        from shoparena.loop.config import LoopConfig
+        from shoparena.loop.runner import LoopError, run_loop
+        from shoparena.train.config import ConfigError
+
+        try:
+            loaded = LoopConfig.from_file(config)
+            result = run_loop(loaded, out, say)
+        except (ConfigError, LoopError, ValueError, FileNotFoundError) as exc:
+            raise fail(str(exc)) from None
+        except KeyboardInterrupt:
+            raise fail(f"loop interrupted; re-run the same command to resume from {out}", 130) from None
+        say(f"loop: {len(result.stages)} stage(s) in {result.seconds:.0f} s")
+        say(f"report: {result.report_html} (and {result.report_md})")

@@ -1,0 +1,108 @@
+"""What one closed loop is made of (`shoparena loop --config FILE`). Every field has a default: together
+they are the demo — a small season, the tiny model, every post-training stage for a couple of steps —
+so `shoparena loop --out DIR` with no file runs the whole loop on a 2-core machine in a few minutes.
+
+A config file (YAML or JSON) names only what it changes; unknown keys are refused by name. Paths in the
+file are relative to the file. Example (a real checkpoint on a GPU, served by vLLM):
+
+```yaml
+season: {miners: 12, validators: 3, days: 5, race_problems: 3}
+train:
+  pipeline: ../paper/pipeline.yaml
+  values: {model: /models/Qwen3-4B}
+serve: {backend: vllm}
+```
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shoparena.arena.competition.season.setup import SeasonSettings
+from shoparena.corpus import gates as corpus_gates
+from shoparena.train.config import ConfigError, config_errors, read_config_file
+
+CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
+TINY_PIPELINE = CONFIGS_DIR / "tiny" / "pipeline.yaml"
+
+
+def demo_season() -> SeasonSettings:
+    """Six roster miners (two model-driven, two code-driven, one crashing, one malicious), two validators
+    (one dishonest), two days. The qualifying bar is 0 so that the tiny distilled model — which a few
+    CPU steps cannot teach to shop — still races and is placed; a real run raises it."""
+    return SeasonSettings(
+        miners=6,
+        validators=2,
+        days=2,
+        seed=0,
+        products=3000,
+        race_problems=2,
+        qualifying_problems=3,
+        qualify_threshold=0.0,
+    )
+
+
+class CorpusPart(BaseModel):
+    """`corpus build` of the season's firehose (the loop adds the leak guard against the final race)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    eval_size: int | None = Field(2, ge=1)
+    """Problems held out for evaluation [None: the corpus' own default share]."""
+    min_quality: float = corpus_gates.DEFAULT_MIN_QUALITY
+    per_problem: int = Field(2, ge=1)
+    max_length: int = corpus_gates.DEFAULT_MAX_LENGTH
+
+
+class TrainPart(BaseModel):
+    """The post-training stages: a `train pipeline` config file (its stages, evaluation, model), with
+    `values` on top. The loop supplies the corpus, the catalogue and the problems."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pipeline: Path = TINY_PIPELINE
+    values: dict[str, Any] = Field(default_factory=dict)
+    """Pipeline fields on top of the file (e.g. `{max_steps: 1, model: /models/Qwen3-4B}`)."""
+
+
+class ServePart(BaseModel):
+    """How the distilled checkpoint is served to the arena's inference proxy in the final race."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["hf", "vllm"] = "hf"
+    """hf: a local OpenAI-compatible server over transformers (CPU or GPU); vllm: `vllm serve`."""
+    max_new_tokens: int = Field(64, ge=1)
+    """Cap on tokens per answer (the tiny model's answers are noise: keep turns short)."""
+    device: str = "auto"
+    startup_timeout_s: float = Field(600.0, gt=0)
+
+
+class LoopConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    season: SeasonSettings = Field(default_factory=demo_season)
+    corpus: CorpusPart = Field(default_factory=CorpusPart)
+    train: TrainPart = Field(default_factory=TrainPart)
+    season_agents: bool = True
+    """Evaluate the season's racing miner files on the held-out split too (Table 1's season rows)."""
+    serve: ServePart = Field(default_factory=ServePart)
+
+    @classmethod
+    def from_file(cls, path: Path | None) -> LoopConfig:
+        """The config in `path` (None: the defaults). Relative paths are relative to the file."""
+        if path is None:
+            return cls()
+        data = read_config_file(Path(path))
+        train = data.get("train")
+        if isinstance(train, dict) and train.get("pipeline") is not None:
+            pipeline = Path(train["pipeline"])
+            if not pipeline.is_absolute():
+                train["pipeline"] = str((Path(path).resolve().parent / pipeline).resolve())
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(f"loop config {path}: {config_errors(exc)}") from None

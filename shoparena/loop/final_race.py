@@ -1,0 +1,113 @@
+"""The loop's last arena day: the distilled checkpoint goes back into the arena as a miner.
+
+The miner file is the season's axis-A miner (`agentic_model`: the model emits every tool call through
+the arena's inference proxy) with one line changed — the model it asks for is `shoparena-distilled` —
+so the final race compares models under one policy. The checkpoint is served as an OpenAI-compatible
+endpoint (`agents.model_server`: transformers in-process, or vLLM), and the validators' proxy
+allowlist maps `shoparena-distilled` to it. Everything else is the season's machinery: a one-day
+continuation of the season in a copy of its arena, the roster's miners racing with their latest
+qualified files, the distilled miner submitted through the signed API, admitted, qualified, raced.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from shoparena.loop.layout import DISTILLED_MINER, DISTILLED_MODEL, LoopLayout
+
+AXIS_A_MINER = "agentic_model"
+MODEL_LINE = 'MODEL = "reference-agentic"'
+
+
+def distilled_miner_source() -> str:
+    """The season's axis-A miner file, asking for the distilled model instead of the reference one."""
+    from shoparena.arena.competition.season.roster import miner_source
+
+    source = miner_source(AXIS_A_MINER)
+    if source.count(MODEL_LINE) != 1:
+        raise RuntimeError(f"the {AXIS_A_MINER} miner no longer has exactly one line {MODEL_LINE!r}")
+    return source.replace(MODEL_LINE, f'MODEL = "{DISTILLED_MODEL}"')
+
+
+def placement(season, hotkey: str) -> dict[str, Any]:
+    """Where `hotkey` finished in the season's (last) race: rank of n racers, score, or why it did not race."""
+    race = season.races[-1] if season.races else None
+    submission = next((s for s in season.submissions if s.hotkey == hotkey), None)
+    if race is None:
+        return {"raced": False, "why": "no race was run"}
+    ranked = sorted(race.results, key=lambda r: -r.score)
+    for rank, result in enumerate(ranked, start=1):
+        if result.hotkey == hotkey:
+            return {
+                "raced": True,
+                "rank": rank,
+                "racers": len(ranked),
+                "score": result.score,
+                "winner": race.winner == hotkey,
+                "state": race.state,
+            }
+    if submission is None:
+        why = "it did not submit"
+    elif submission.status == "rejected":
+        why = f"admission rejected it ({', '.join(v.get('rule', '?') for v in submission.violations)})"
+    elif submission.qualified is False:
+        why = f"it did not qualify (qualifying score {submission.qualifying_score})"
+    else:
+        why = f"its submission is {submission.status}"
+    return {"raced": False, "why": why, "racers": len(ranked)}
+
+
+def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[str, Any]:
+    from shoparena.agents.inference_proxy import DEFAULT_OFFLINE_MODELS
+    from shoparena.agents.model_server import start_model_server
+    from shoparena.arena.competition.season.driver import Season
+    from shoparena.arena.competition.season.setup import Entrant
+    from shoparena.loop.runner import copy_arena
+
+    arena_dir = layout.final_dir / "arena"
+    copy_arena(layout.arena_dir, arena_dir)
+    source = distilled_miner_source()
+    layout.distilled_miner.write_text(source, encoding="utf-8")
+    serve = config.serve
+    say(f"    serving {checkpoint} as {DISTILLED_MODEL!r} ({serve.backend})")
+    with start_model_server(
+        checkpoint,
+        name=DISTILLED_MODEL,
+        backend=serve.backend,
+        max_new_tokens=serve.max_new_tokens,
+        device=serve.device,
+        log=layout.server_log,
+        startup_timeout_s=serve.startup_timeout_s,
+    ) as server:
+        upstream = server.upstream_spec
+        say(f"    the validators' inference proxy sends {DISTILLED_MODEL!r} to {upstream}")
+        settings = config.season.model_copy(
+            update={
+                "days": 1,
+                "roster_submits": False,
+                "entrants": [
+                    Entrant(name=DISTILLED_MINER, source=source, about="the loop's distilled checkpoint")
+                ],
+                "inference_models": {**DEFAULT_OFFLINE_MODELS, DISTILLED_MODEL: upstream},
+            }
+        )
+
+        def day(progress) -> None:
+            say(
+                f"    final race: {progress.submitted} submitted ({progress.admitted} admitted), "
+                f"{progress.race_jobs} race jobs, {progress.episodes} episodes, race {progress.state} "
+                f"({progress.wall_s:.0f} s)"
+            )
+
+        season = Season(arena_dir, settings, progress=day).run()
+    season.write(layout.final_season_file)
+    hotkey = next(p["hotkey"] for p in season.participants if p.get("miner") == DISTILLED_MINER)
+    placed = placement(season, hotkey)
+    if placed["raced"]:
+        say(
+            f"    the distilled agent placed {placed['rank']} of {placed['racers']} (score {placed['score']:.3f})"
+        )
+    else:
+        say(f"    the distilled agent did not race: {placed['why']}")
+    return {"hotkey": hotkey, **placed}

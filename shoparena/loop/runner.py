@@ -1,0 +1,314 @@
+"""`run_loop`: the closed loop, stage by stage, resumable (see `layout` for the files, `resume` for the
+rules). Each stage calls the same Python API its own command does — `arena simulate`, `store export`,
+`corpus build`, `train pipeline`, `shoparena eval` — so the loop is those commands joined, not a second
+implementation of any of them.
+
+1. season: a short arena season on the simulated clock (real signed API, admission, sandbox,
+   validators, offline judge, store, races, weights);
+2. firehose: every stored trajectory exported; the problems the arena ran, with rewards; the final
+   race's pool (the held-out partition of the rotation in force when it opens) written as never-touch;
+3. corpus: `corpus build` (judge and format gates, dedup, axis split, leak-guarded split) with the final
+   race's pool never-touch, so the distilled model is never trained on a problem it may race on;
+4. train: `train pipeline` on the corpus (tiny model by default), each checkpoint then evaluated on the
+   corpus' held-out split;
+5. season agents: the miner files that raced the season's last race, evaluated on the same held-out
+   problems (Table 1's season rows);
+6. final race (`final_race`): the distilled checkpoint served, entered as a miner, one more race;
+7. report.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, Field
+
+from shoparena.loop import resume
+from shoparena.loop.config import LoopConfig
+from shoparena.loop.layout import LoopLayout
+
+Say = Callable[[str], None]
+FINAL_RACE_POOL = "final_race_pool.jsonl"
+STAGE_NAMES = ("season", "firehose", "corpus", "train", "season agents", "final race", "report")
+
+
+class LoopError(RuntimeError):
+    """A stage cannot go on; the message says which and what to change."""
+
+
+class StageOutcome(BaseModel):
+    stage: str
+    directory: Path
+    resumed: bool
+    seconds: float
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+
+class LoopResult(BaseModel):
+    out: Path
+    stages: list[StageOutcome]
+    report_md: Path | None = None
+    report_html: Path | None = None
+    seconds: float = 0.0
+
+
+class _Stages:
+    """Runs the stages in order, chaining fingerprints and printing one header per stage."""
+
+    def __init__(self, config: LoopConfig, layout: LoopLayout, say: Say):
+        self.config = config
+        self.layout = layout
+        self.say = say
+        self.previous = ""
+        self.outcomes: list[StageOutcome] = []
+
+    def run(
+        self,
+        name: str,
+        directory: Path,
+        settings: Any,
+        work: Callable[[], dict[str, Any]],
+        *,
+        resumes_inside: bool = False,
+    ) -> dict[str, Any]:
+        index = STAGE_NAMES.index(name) + 1
+        print_ = resume.fingerprint(self.previous, settings)
+        self.previous = print_
+        started = time.monotonic()
+        if resume.is_done(directory, print_):
+            summary = resume.summary_of(directory)
+            self.say(f"[{index}/{len(STAGE_NAMES)}] {name}: finished before, resumed from {directory}")
+            self.outcomes.append(
+                StageOutcome(stage=name, directory=directory, resumed=True, seconds=0.0, summary=summary)
+            )
+            return summary
+        self.say(f"[{index}/{len(STAGE_NAMES)}] {name} → {directory}")
+        resume.begin(directory, print_, resumes_inside=resumes_inside)
+        summary = work()
+        resume.finish(directory, print_, summary)
+        seconds = time.monotonic() - started
+        self.say(f"    {name}: done in {seconds:.0f} s")
+        self.outcomes.append(
+            StageOutcome(stage=name, directory=directory, resumed=False, seconds=seconds, summary=summary)
+        )
+        return summary
+
+
+# -- 1 season ---------------------------------------------------------------------------------------------
+def play_season(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
+    from shoparena.arena.competition.season.driver import Season
+
+    def day(progress) -> None:
+        winner = f", winner {progress.winner[:10]}…" if progress.winner else ""
+        say(
+            f"    day {progress.day}/{config.season.days}: {progress.submitted} submitted "
+            f"({progress.admitted} admitted, {progress.rejected} rejected), {progress.episodes} episodes, "
+            f"race {progress.state}{winner} ({progress.wall_s:.0f} s)"
+        )
+
+    season = Season(layout.arena_dir, config.season, progress=day).run()
+    season.write(layout.season_file)
+    return {"races": len(season.races), "episodes": season.timing.episodes if season.timing else 0}
+
+
+# -- 2 firehose -------------------------------------------------------------------------------------------
+def export_firehose(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
+    """The store's trajectories, the problems they were run on, and the final race's pool."""
+    from shoparena.arena import open_arena
+    from shoparena.arena.competition.bank import read_bank
+    from shoparena.arena.competition.engine import RaceEngine
+    from shoparena.arena.competition.pools import rotation_at
+    from shoparena.arena.competition.season.clock import SEASON_EPOCH, SimClock
+    from shoparena.arena.competition.season.driver import season_start
+    from shoparena.problems.io import read_problems, write_problems
+    from shoparena.train.leak_guard import problem_key
+
+    with open_arena(layout.arena_dir) as arena:
+        exported = arena.store.export(layout.firehose)
+        bank = read_bank(arena.dir)
+        opens_at = season_start(arena, RaceEngine(arena, clock=SimClock(SEASON_EPOCH)))
+        rotation = rotation_at(arena.dir, arena.config, opens_at)
+    qualifying = read_problems(layout.arena_dir / "world" / "qualifying.jsonl").problems
+    problems, seen = [], set()
+    for problem in [*qualifying, *bank.problems]:
+        if problem_key(problem) not in seen:
+            seen.add(problem_key(problem))
+            problems.append(problem)
+    write_problems(layout.problems, problems)
+    by_id = bank.by_id
+    pool = [by_id[i] for i in rotation.heldout_problem_ids if i in by_id]
+    write_problems(layout.firehose_dir / FINAL_RACE_POOL, pool)
+    say(
+        f"    {exported} trajectories exported; {len(problems)} problems; the final race (opens "
+        f"{opens_at:%Y-%m-%d %H:%M} UTC) draws from {len(pool)} held-out problems, kept out of the corpus"
+    )
+    return {"trajectories": exported, "problems": len(problems), "final_race_pool": len(pool)}
+
+
+# -- 3 corpus ---------------------------------------------------------------------------------------------
+def build_loop_corpus(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
+    from shoparena.corpus.config import CorpusConfig
+    from shoparena.corpus.pipeline import build_corpus
+
+    part = config.corpus
+    result = build_corpus(
+        CorpusConfig(
+            inputs=[layout.firehose],
+            out=layout.corpus_dir,
+            catalog=layout.catalog,
+            problems=[layout.problems],
+            never_touch=[layout.firehose_dir / FINAL_RACE_POOL],
+            eval_size=part.eval_size,
+            min_quality=part.min_quality,
+            per_problem=part.per_problem,
+            max_length=part.max_length,
+            seed=config.season.seed,
+        )
+    )
+    c = result.counts
+    say(
+        f"    inputs {c['inputs']} = train {c['train']} + eval {c['eval']} + rejected {c['rejected']} "
+        f"+ axis-B {c['axis_b']} + deduplicated {c['deduplicated']}"
+    )
+    if c["train"] == 0 or c["eval"] == 0:
+        raise LoopError(
+            f"the corpus in {layout.corpus_dir} has {c['train']} training and {c['eval']} held-out rows "
+            f"(rejections: {dict(result.reasons)}): play a longer season (season.days, season.miners ≥ 1 "
+            "with model-driven miners) or lower corpus.min_quality"
+        )
+    return dict(c)
+
+
+# -- 4 train ----------------------------------------------------------------------------------------------
+def pipeline_config(config: LoopConfig, layout: LoopLayout):
+    from shoparena.train.pipeline import PipelineConfig
+
+    return PipelineConfig.from_file(
+        config.train.pipeline,
+        corpus=str(layout.corpus_dir.resolve()),
+        catalog=str(layout.catalog.resolve()),
+        problems=str(layout.problems.resolve()),
+        **config.train.values,
+    )
+
+
+def train(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
+    from shoparena.train.pipeline import run_pipeline
+
+    result = run_pipeline(pipeline_config(config, layout), layout.train_dir, lambda line: say(f"    {line}"))
+    final = result.stages[-1].result.model_path if result.stages else result.base_model
+    return {
+        "base": str(result.base_model),
+        "stages": [run.name for run in result.stages],
+        "checkpoint": str(final),
+    }
+
+
+# -- 5 season agents --------------------------------------------------------------------------------------
+def season_racers(layout: LoopLayout) -> list[tuple[str, str]]:
+    """(miner name, file stem) of each miner that raced the season's last race."""
+    from shoparena.arena.competition.season.seasonfile import read_season
+
+    season = read_season(layout.season_file)
+    if not season.races:
+        return []
+    raced = {result.submission_id for result in season.races[-1].results}
+    return [(s.miner, s.file) for s in season.submissions if s.submission_id in raced]
+
+
+def evaluate_season_agents(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
+    from shoparena.agents.runner import run_eval
+    from shoparena.arena.competition.season.driver import resolve_sandbox
+    from shoparena.arena.competition.season.roster import miner_source
+    from shoparena.train.pipeline import EvalSettings, held_out_problems
+    from shoparena.train.rollouts import Sampling, eval_config
+
+    pipeline = pipeline_config(config, layout)
+    settings = pipeline.evaluate or EvalSettings()
+    problems = held_out_problems(pipeline)
+    sandbox = resolve_sandbox(config.season.sandbox)
+    files = layout.season_agents_dir / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    evaluated = []
+    for miner, stem in season_racers(layout):
+        path = files / f"{stem}.py"
+        path.write_text(miner_source(stem), encoding="utf-8")
+        sampling = Sampling(
+            samples=settings.samples,
+            max_turns=None,
+            similarity=settings.similarity,
+            timeout=config.season.problem_timeout_s,
+        )
+        run = eval_config(
+            f"file:{path}", layout.catalog, problems, layout.season_agents_dir / miner, sampling
+        )
+        say(f"    {miner}: {len(problems)} held-out problems × {settings.samples}")
+        run_eval(run.replace(name=f"season {miner}", step_cap=settings.step_cap, sandbox=sandbox))
+        evaluated.append(miner)
+    return {"agents": evaluated}
+
+
+# -- the loop ---------------------------------------------------------------------------------------------
+def _settings(model: BaseModel, **extra: Any) -> Any:
+    return {**model.model_dump(mode="json"), **extra}
+
+
+def run_loop(config: LoopConfig, out: Path, say: Say = print) -> LoopResult:
+    """Every stage in order, resuming finished ones; the report at the end."""
+    from shoparena.loop.final_race import run_final_race
+    from shoparena.loop.report import write_loop_report
+
+    started = time.monotonic()
+    layout = LoopLayout(out=Path(out))
+    layout.out.mkdir(parents=True, exist_ok=True)
+    layout.resolved.write_bytes(orjson.dumps(config.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
+    stages = _Stages(config, layout, say)
+    stages.run(
+        "season", layout.season_dir, _settings(config.season), lambda: play_season(config, layout, say)
+    )
+    stages.run("firehose", layout.firehose_dir, {}, lambda: export_firehose(config, layout, say))
+    stages.run(
+        "corpus", layout.corpus_dir, _settings(config.corpus), lambda: build_loop_corpus(config, layout, say)
+    )
+    trained = stages.run(
+        "train",
+        layout.train_dir,
+        pipeline_config(config, layout).model_dump(mode="json"),
+        lambda: train(config, layout, say),
+        resumes_inside=True,
+    )
+    stages.run(
+        "season agents",
+        layout.season_agents_dir,
+        {"enabled": config.season_agents},
+        (lambda: evaluate_season_agents(config, layout, say))
+        if config.season_agents
+        else (lambda: {"agents": []}),
+    )
+    stages.run(
+        "final race",
+        layout.final_dir,
+        _settings(config.serve),
+        lambda: run_final_race(config, layout, Path(trained["checkpoint"]), say),
+    )
+    say(f"[{len(STAGE_NAMES)}/{len(STAGE_NAMES)}] report")
+    report_md, report_html = write_loop_report(layout)
+    return LoopResult(
+        out=layout.out,
+        stages=stages.outcomes,
+        report_md=report_md,
+        report_html=report_html,
+        seconds=time.monotonic() - started,
+    )
+
+
+def copy_arena(source: Path, target: Path) -> None:
+    """The final race plays in a copy of the season's arena, so re-running it starts from the same state."""
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)

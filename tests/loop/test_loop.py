@@ -1,0 +1,157 @@
+"""The closed loop end to end, small: a one-day season (2 miners, 1 validator, bubblewrap, the real
+signed API, admission, the offline judge, the store) → the firehose → `corpus build` → SFT on the tiny
+model and its held-out evaluation → the season's racers on the same problems → the checkpoint served
+over loopback, entered as a miner that reaches it through the validator's inference proxy, raced →
+the report. Then resumption: an unchanged re-run redoes nothing, and a stage that did not finish is set
+aside and run again, with the stages before it kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from shoparena.arena.competition.season.seasonfile import read_season
+from shoparena.arena.competition.season.setup import SeasonSettings
+from shoparena.cli import app
+from shoparena.loop.config import TINY_PIPELINE, CorpusPart, LoopConfig, ServePart, TrainPart
+from shoparena.loop.layout import DISTILLED_MINER, DISTILLED_MODEL, STAGE_DONE, LoopLayout
+from shoparena.loop.runner import STAGE_NAMES, run_loop
+from shoparena.store import open_store
+from tests.sandbox.conftest import sandbox_ready  # noqa: F401  (the gate of tests that run miner files in bwrap)
+
+SFT = TINY_PIPELINE.parent / "sft.yaml"
+
+
+def small_config() -> LoopConfig:
+    return LoopConfig(
+        season=SeasonSettings(
+            miners=2,
+            validators=1,
+            days=1,
+            seed=3,
+            race_problems=1,
+            qualifying_problems=2,
+            qualify_threshold=0.0,
+            sandbox="bwrap",
+        ),
+        corpus=CorpusPart(eval_size=1),
+        train=TrainPart(
+            values={
+                "max_steps": 1,
+                "stages": [{"stage": "sft", "config": str(SFT), "values": {"max_length": 16000}}],
+                "evaluate": {"samples": 1, "limit": 1, "step_cap": 3, "max_tokens": 16},
+            }
+        ),
+        serve=ServePart(max_new_tokens=16),
+    )
+
+
+@pytest.fixture(scope="module")
+def looped(tmp_path_factory, sandbox_ready):  # noqa: F811
+    out = tmp_path_factory.mktemp("loop") / "out"
+    lines: list[str] = []
+    result = run_loop(small_config(), out, lines.append)
+    return LoopLayout(out=out), result, lines
+
+
+def test_every_stage_runs_in_order_and_says_so(looped):
+    layout, result, lines = looped
+    assert [s.stage for s in result.stages] == list(STAGE_NAMES[:-1])
+    assert not any(s.resumed for s in result.stages)
+    headers = [line for line in lines if line.startswith("[")]
+    assert [h.split("]")[0] for h in headers] == [f"[{i}/{len(STAGE_NAMES)}" for i in range(1, 8)]
+    for stage in result.stages:
+        assert (stage.directory / STAGE_DONE).exists()
+    assert result.report_html == layout.report_html and layout.report_html.stat().st_size > 0
+    assert layout.report_md.exists()
+
+
+def test_the_corpus_comes_from_the_seasons_firehose_and_never_holds_a_final_race_problem(looped):
+    layout, _result, _lines = looped
+    season = read_season(layout.season_file)
+    exported = layout.firehose.read_text().splitlines()
+    assert len(exported) == season.timing.episodes > 0
+    manifest = json.loads((layout.corpus_dir / "manifest.json").read_text())
+    counts = manifest["counts"]
+    assert counts["train"] > 0 and counts["eval"] > 0
+    assert counts["inputs"] == len(exported)
+    final = read_season(layout.final_season_file)
+    raced = {pid for race in final.races for pid in race.problem_ids}
+    pool = {json.loads(line)["problem_id"] for line in
+            (layout.firehose_dir / "final_race_pool.jsonl").read_text().splitlines()}  # fmt: skip
+    rows = [json.loads(line) for name in ("train.jsonl", "eval.jsonl")
+            for line in (layout.corpus_dir / name).read_text().splitlines()]  # fmt: skip
+    trained_on = {row["metadata"]["problem_id"] for row in rows}
+    assert raced and not trained_on & raced, "the distilled model trained on a problem it raced"
+    assert pool and not trained_on & pool
+
+
+def test_the_distilled_model_raced_through_the_inference_proxy(looped):
+    layout, result, _lines = looped
+    final = read_season(layout.final_season_file)
+    distilled = next(p for p in final.participants if p.get("miner") == DISTILLED_MINER)
+    submission = next(s for s in final.submissions if s.hotkey == distilled["hotkey"])
+    assert submission.status != "rejected", submission.violations
+    assert DISTILLED_MODEL in layout.distilled_miner.read_text()
+    race = final.races[-1]
+    racers = {r.hotkey for r in race.results}
+    assert distilled["hotkey"] in racers, "the distilled agent did not race"
+    season = read_season(layout.season_file)
+    assert racers - {distilled["hotkey"]} <= {p["hotkey"] for p in season.participants}
+    # the validator's proxy served the distilled model's requests from the loop's model server
+    store = open_store(layout.final_dir / "arena" / "arena.db")
+    try:
+        records = [r for r in store.records() if r.agent.miner_hotkey == distilled["hotkey"]]
+    finally:
+        store.close()
+    assert records
+    served = [e for r in records for e in (r.inference.entries if r.inference else []) if e.status == 200]
+    assert served and all(e.model == DISTILLED_MODEL for e in served)
+    assert all(e.upstream and e.upstream.startswith("http://127.0.0.1:") for e in served)
+    assert sum(e.completion_tokens for e in served) > 0
+    placed = result.stages[-1].summary
+    assert placed["raced"] and 1 <= placed["rank"] <= placed["racers"] == len(racers)
+
+
+def test_the_report_shows_each_part_of_the_loop(looped):
+    layout, _result, _lines = looped
+    md = layout.report_md.read_text()
+    html = layout.report_html.read_text()
+    for needle in ("pass@1", DISTILLED_MINER, "sft"):
+        assert needle in md
+    assert "<svg" in html and "<script" not in html.lower()
+    assert (layout.train_dir / "eval" / "sft").is_dir()
+    assert any((layout.season_agents_dir).iterdir())
+
+
+def test_an_unchanged_rerun_redoes_nothing_and_an_unfinished_stage_runs_again(looped):
+    layout, _first, _lines = looped
+    lines: list[str] = []
+    again = run_loop(small_config(), layout.out, lines.append)
+    assert all(s.resumed for s in again.stages), [(s.stage, s.resumed) for s in again.stages]
+    before = read_season(layout.final_season_file).comparable()
+    # the final race was interrupted: no finished marker
+    (layout.final_dir / STAGE_DONE).unlink()
+    lines.clear()
+    third = run_loop(small_config(), layout.out, lines.append)
+    assert [s.stage for s in third.stages if not s.resumed] == ["final race"]
+    assert list(layout.out.glob("06-final-race.interrupted-*")), "the unfinished stage was not set aside"
+    assert read_season(layout.final_season_file).comparable() == before  # same arena state, same race
+
+
+def test_the_command_line_refuses_an_unknown_config_key_by_name(tmp_path):
+    bad = tmp_path / "loop.yaml"
+    bad.write_text("season: {miners: 2}\nserve: {backend: hf, port: 9}\n")
+    result = CliRunner().invoke(app, ["loop", "--config", str(bad), "--out", str(tmp_path / "out")])
+    assert result.exit_code != 0
+    assert "serve.port" in result.output and "unknown key" in result.output
+
+
+def test_the_demo_config_file_is_the_embedded_default():
+    assert (
+        LoopConfig.from_file(Path(__file__).resolve().parents[2] / "configs" / "loop" / "demo.yaml")
+        == LoopConfig()
+    )
