@@ -18,7 +18,7 @@ from shoparena.arena.competition.season.seasonfile import SeasonFile, SeasonSubm
 from shoparena.corpus.models import DEDUP_RANKED_OUT
 from shoparena.loop.layout import DISTILLED_MINER, LoopLayout
 from shoparena.report.runs import METRICS_FILE as RUN_METRICS_FILE
-from shoparena.report.runs import ReportError, RunView, load_run
+from shoparena.report.runs import RUN_FILE, ReportError, RunView, load_run
 from shoparena.train.metrics import METRICS_FILE as STAGE_METRICS_FILE
 from shoparena.train.pipeline import BASE_DIR, RESOLVED_PIPELINE, STAGE_RESULT
 
@@ -248,6 +248,11 @@ class Comparison(BaseModel):
     """Sentences: which evaluations did not run or did not finish."""
 
 
+def _is_run_dir(path: Path) -> bool:
+    """An eval run directory, finished or not (`shoparena eval` writes run.json first)."""
+    return path.is_dir() and ((path / RUN_METRICS_FILE).is_file() or (path / RUN_FILE).is_file())
+
+
 def _load(path: Path) -> RunView | None:
     """A finished run; None when the directory has no metrics.json yet (it did not finish)."""
     if not (path / RUN_METRICS_FILE).is_file():
@@ -267,7 +272,7 @@ def read_comparison(layout: LoopLayout, training: Training) -> Comparison:
         )
     else:
         order = ["base", *(stage.name for stage in training.stages)]
-        present = {p.name for p in eval_dir.iterdir() if p.is_dir()}
+        present = {p.name for p in eval_dir.iterdir() if _is_run_dir(p)}
         for name in [*order, *sorted(present - set(order))]:
             if name not in present:
                 if name == "base" or any(s.name == name and s.status == "finished" for s in training.stages):
@@ -282,7 +287,7 @@ def read_comparison(layout: LoopLayout, training: Training) -> Comparison:
     if not agents_dir.is_dir():
         comparison.missing.append("the season's agents were not evaluated on the held-out split")
     else:
-        for path in sorted(p for p in agents_dir.iterdir() if p.is_dir()):
+        for path in sorted(p for p in agents_dir.iterdir() if _is_run_dir(p)):  # not files/, the miner files
             run = _load(path)
             if run is None:
                 comparison.missing.append(f"{path.name}: its evaluation did not finish (no metrics.json)")

@@ -185,6 +185,10 @@ def _loop(
             shutil.copytree(runs[run], train / "eval" / name)
     shutil.copytree(runs["agentic"], layout.season_agents_dir / "01-agentic")
     shutil.copytree(runs["pipeline"], layout.season_agents_dir / HOSTILE.replace("/", "_"))
+    (layout.season_agents_dir / "files").mkdir()  # the runner keeps the miner files here: not a run
+    unfinished = layout.season_agents_dir / "03-unfinished"
+    shutil.copytree(runs["pipeline"], unfinished)
+    (unfinished / "metrics.json").unlink()
     (final or final_file()).write(layout.final_season_file)
     return layout
 
@@ -221,6 +225,7 @@ def test_every_section_holds_the_right_numbers(runs, tmp_path):
         in md
     )
     assert "| 01-agentic | season agent |" in md
+    assert "- 03-unfinished: its evaluation did not finish (no metrics.json)" in md and "- files:" not in md
     assert "| Variant | n | ASR |" in md
     # the final race: the distilled agent third of four
     assert "The distilled agent (distilled) placed 3 of 4 (race score 0.450)." in md
