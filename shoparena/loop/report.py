@@ -332,10 +332,11 @@ def final_section(data: LoopData) -> Section:
     race = final.races[-1] if final.races else None
     distilled = {str(p.get("hotkey")) for p in final.participants if p.get("miner") == DISTILLED_MINER}
     if race is None or not race.results:
-        why = "the file has no race" if race is None else f"race {race.race_id} has no results ({race.state}"
-        why += (
-            f": {race.cancel_reason})" if race is not None and race.cancel_reason else (")" if race else "")
-        )
+        if race is None:
+            why = "the file has no race"
+        else:
+            cancelled = f": {race.cancel_reason}" if race.cancel_reason else ""
+            why = f"race {race.race_id} has no results ({race.state}{cancelled})"
         blocks.append(Text(f"No standings: {why}.", missing=True))
     else:
         rows, highlight = [], set()

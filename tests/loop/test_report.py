@@ -266,12 +266,17 @@ def test_a_distilled_agent_that_did_not_qualify_says_so():
 
 
 def test_a_partial_loop_reports_what_did_not_run(runs, tmp_path):
-    layout = _loop(tmp_path / "loop", runs, stages=("sft",), final=final_file(raced=False))
+    final = final_file(raced=False)
+    cancelled = {"state": "CANCELLED", "results": [], "winner": None, "promoted": False,
+                 "cancel_reason": "nobody qualified for the race"}  # fmt: skip
+    final.races[-1] = final.races[-1].model_copy(update=cancelled)
+    layout = _loop(tmp_path / "loop", runs, stages=("sft",), final=final)
     shutil.rmtree(layout.season_agents_dir)
     md = write_loop_report(layout)[0].read_text()
     assert "| kto | not run |" in md and "| grpo | not run |" in md
     assert "the season's agents were not evaluated on the held-out split" in md
     assert "The distilled agent (distilled) did not qualify: qualifying score 0.050" in md
+    assert "No standings: race race-00003 has no results (CANCELLED: nobody qualified for the race)." in md
 
     bare = LoopLayout(out=tmp_path / "bare")
     season_file().write(bare.season_file)
