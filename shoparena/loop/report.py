@@ -18,8 +18,9 @@ from pathlib import Path
 
 from shoparena.corpus.report import REASON_TEXT
 from shoparena.loop import report_plots as plots
-from shoparena.loop.layout import DISTILLED_MINER, LoopLayout
+from shoparena.loop.layout import DISTILLED_MINER, STAGE_DONE, LoopLayout
 from shoparena.loop.report_data import LoopData, LoopReportError, racer_name, read_loop, uid_names
+from shoparena.loop.resume import STAGE_STARTED
 from shoparena.report.documents import STYLE, html_table
 from shoparena.report.tables import Rows, comparison_rows
 
@@ -73,6 +74,14 @@ class Section:
     blocks: list[Text | Table | Figure | Bullets]
 
 
+def _not_run(path: Path, stage_dir: Path, what: str = "") -> Text:
+    """`Did not run: PATH is missing`, or `Started but did not finish` when the loop marked the stage
+    started and never done."""
+    started = (stage_dir / STAGE_STARTED).is_file() and not (stage_dir / STAGE_DONE).is_file()
+    head = "Started but did not finish" if started else "Did not run"
+    return Text(f"{head}: {path} is missing" + (f" ({what})." if what else "."), missing=True)
+
+
 def _num(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
@@ -97,7 +106,7 @@ def season_section(data: LoopData) -> Section:
     path = data.layout.season_file
     season = data.season
     if season is None:
-        return Section("season", "1. The season", [Text(f"Did not run: {path} is missing.", missing=True)])
+        return Section("season", "1. The season", [_not_run(path, data.layout.season_dir)])
     admitted = sum(s.status != "rejected" for s in season.submissions)
     blocks: list = [
         Text(
@@ -171,15 +180,13 @@ def funnel_section(data: LoopData) -> Section:
     funnel = data.funnel
     blocks: list = []
     if funnel.firehose_rows is None:
-        blocks.append(
-            Text(f"Did not run: {data.layout.firehose} is missing (no firehose export).", missing=True)
-        )
+        blocks.append(_not_run(data.layout.firehose, data.layout.firehose_dir, "no firehose export"))
     else:
         blocks.append(Text(f"The firehose export holds {funnel.firehose_rows:,} trajectories."))
     counts = funnel.counts
     if counts is None:
         manifest = data.layout.corpus_dir / "manifest.json"
-        blocks.append(Text(f"Did not run: {manifest} is missing (the corpus was not built).", missing=True))
+        blocks.append(_not_run(manifest, data.layout.corpus_dir, "the corpus was not built"))
         return Section("funnel", "2. The firehose funnel", blocks)
     accounted = funnel.kept + counts["rejected"] + counts["axis_b"] + counts["deduplicated"]
     rows = [
@@ -327,7 +334,7 @@ def final_section(data: LoopData) -> Section:
     final, placement = data.final, data.placement
     path = data.layout.final_season_file
     if final is None or placement is None:
-        return Section("final", "5. The final race", [Text(f"Did not run: {path} is missing.", missing=True)])
+        return Section("final", "5. The final race", [_not_run(path, data.layout.final_dir)])
     blocks: list = [Text(f"The distilled agent ({DISTILLED_MINER}) {placement.text()}.")]
     race = final.races[-1] if final.races else None
     distilled = {str(p.get("hotkey")) for p in final.participants if p.get("miner") == DISTILLED_MINER}
@@ -401,9 +408,10 @@ def summary(data: LoopData) -> list[str]:
     agents = data.comparison.agents
     if agents:
         best = max(agents, key=lambda a: plots.pass_at_k_of(a)[0] or 0.0)
+        top = plots.pass_at_k_of(best)[0]
         items.append(
-            f"Held-out: {len(agents)} agent(s) evaluated; best pass@1 {_num(plots.pass_at_k_of(best)[0])} "
-            f"({best.label})"
+            f"Held-out: {len(agents)} agent(s) evaluated; "
+            + (f"best pass@1 {_num(top)} ({best.label})" if top else "none solved a held-out problem")
         )
     else:
         items.append("Held-out: nothing evaluated")

@@ -280,12 +280,14 @@ def test_a_partial_loop_reports_what_did_not_run(runs, tmp_path):
 
     bare = LoopLayout(out=tmp_path / "bare")
     season_file().write(bare.season_file)
+    bare.final_dir.mkdir(parents=True)
+    (bare.final_dir / "stage_started.json").write_text("{}")  # the runner's mark: begun, never done
     md_path, html_path = write_loop_report(bare)
     md = md_path.read_text()
     assert f"Did not run: {bare.firehose} is missing" in md
     assert f"Did not run: {bare.train_dir} is missing" in md
     assert "Nothing was evaluated on the held-out split." in md
-    assert f"Did not run: {bare.final_season_file} is missing." in md
+    assert f"Started but did not finish: {bare.final_season_file} is missing." in md
     assert "Distilled agent: the final race did not run" in md
     assert html_path.read_text().count("<svg") == 2  # the season's two figures
 
