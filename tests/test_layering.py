@@ -22,6 +22,7 @@ ORDER = [
     "report",
     "arena",
     "train",
+    "loop",
     "cli",
 ]
 IMPORT = re.compile(r"^\s*(?:from|import) shoparena\.(\w+)", re.M)

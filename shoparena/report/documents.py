@@ -76,7 +76,7 @@ def comparison_markdown(runs: Sequence[RunView], title: str = "Comparison of eva
     return "".join(parts)
 
 
-def _html_table(rows: Rows) -> str:
+def html_table(rows: Rows) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in rows.header)
     body = []
     for row in rows.rows:
@@ -108,17 +108,17 @@ def report_html(runs: Sequence[RunView], title: str) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        _html_table(comparison_rows(runs)),
+        html_table(comparison_rows(runs)),
         _figures(runs),
     ]
     for run in runs:
         if len(runs) > 1:
             parts.append(f"<h2>{html.escape(run.name)}</h2>")
         parts.append("<h3>Metrics per bucket</h3>")
-        parts.append(_html_table(run_metric_rows(run)))
+        parts.append(html_table(run_metric_rows(run)))
         passes = pass_at_k_rows(run)
         if passes is not None:
-            parts += ["<h3>pass@k</h3>", _html_table(passes)]
+            parts += ["<h3>pass@k</h3>", html_table(passes)]
         judged = judge_rows(run)
         if judged:
             judge = run.judge
@@ -126,8 +126,8 @@ def report_html(runs: Sequence[RunView], title: str) -> str:
                 f"<h3>Judge</h3><p>{judge['judged']} episode(s) judged: q = {judge['q']:.3f}, coefficient "
                 f"{judge['coeff']:.3f}</p>"
             )
-            parts += [_html_table(rows) for rows in judged]
-        parts += ["<h3>Setting</h3>", _html_table(config_rows(run))]
+            parts += [html_table(rows) for rows in judged]
+        parts += ["<h3>Setting</h3>", html_table(config_rows(run))]
         notes = run.metrics.get("scoring_notes") or []
         if notes:
             items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)

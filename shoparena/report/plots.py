@@ -15,7 +15,8 @@ from shoparena.report.runs import AXIS_METRICS, Interval, RunView, shared_bucket
 COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the Agg backend with the reports' style (the loop report uses it too)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -27,10 +28,17 @@ def _pyplot():
     return plt
 
 
-def _svg(figure) -> str:
+def svg(figure) -> str:
+    """The figure as inline SVG text (closed afterwards), without the RDF metadata block: no URL but the
+    SVG namespaces."""
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    _pyplot().close(figure)
+    figure.savefig(
+        buffer,
+        format="svg",
+        bbox_inches="tight",
+        metadata=dict.fromkeys(("Date", "Creator", "Format", "Type")),
+    )
+    pyplot().close(figure)
     text = buffer.getvalue()
     return text[text.index("<svg") :]  # drop the XML prolog and doctype: the SVG goes inline
 
@@ -65,7 +73,7 @@ def _grouped_bars(ax, groups: list[str], runs: Sequence[RunView], value_of) -> N
 
 def bucket_bars(runs: Sequence[RunView]) -> str:
     """Success rate per bucket and overall, with 95% bootstrap whiskers."""
-    plt = _pyplot()
+    plt = pyplot()
     groups = [*shared_buckets(list(runs)), "overall"]
     figure, ax = plt.subplots(figsize=(max(4.5, 1.2 * len(groups) * max(1, len(runs)) ** 0.5), 3.2))
 
@@ -75,26 +83,26 @@ def bucket_bars(runs: Sequence[RunView]) -> str:
     _grouped_bars(ax, groups, runs, value_of)
     ax.set_ylabel("success rate (ASR)")
     ax.set_title("Success per bucket (95% bootstrap CI)")
-    return _svg(figure)
+    return svg(figure)
 
 
 def axis_breakdown(runs: Sequence[RunView]) -> str:
     """Mean hit rate per constraint axis over the episodes where that axis was checked."""
-    plt = _pyplot()
+    plt = pyplot()
     labels = [label for key, label in AXIS_METRICS if any(run.overall(key).value is not None for run in runs)]
     keys = {label: key for key, label in AXIS_METRICS}
     figure, ax = plt.subplots(figsize=(max(4.5, 1.1 * len(labels) * max(1, len(runs)) ** 0.5), 3.2))
     _grouped_bars(ax, labels, runs, lambda run, label: run.overall(keys[label]))
     ax.set_ylabel("constraints met")
     ax.set_title("Per-axis breakdown (overall)")
-    return _svg(figure)
+    return svg(figure)
 
 
 def pass_at_k_curve(runs: Sequence[RunView]) -> str | None:
     """pass@k against k per run (with its interval band); None when no run has more than one sample."""
     if all(len(run.pass_at_k()) <= 1 for run in runs):
         return None
-    plt = _pyplot()
+    plt = pyplot()
     figure, ax = plt.subplots(figsize=(4.8, 3.2))
     for position, run in enumerate(runs):
         points = [(k, v) for k, v in run.pass_at_k() if v.value is not None]
@@ -113,4 +121,4 @@ def pass_at_k_curve(runs: Sequence[RunView]) -> str | None:
     ax.set_title("pass@k (unbiased estimator, 95% CI band)")
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.legend(frameon=False, fontsize=8)
-    return _svg(figure)
+    return svg(figure)
