@@ -78,7 +78,8 @@ class ServePart(BaseModel):
     max_new_tokens: int = Field(64, ge=1)
     """Cap on tokens per answer (the tiny model's answers are noise: keep turns short)."""
     device: str = "auto"
-    startup_timeout_s: float = Field(600.0, gt=0)
+    startup_timeout_s: float = Field(900.0, gt=0)
+    """vllm: how long the server may take to load the checkpoint and answer `/v1/models`."""
 
 
 class LoopConfig(BaseModel):

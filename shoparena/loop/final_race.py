@@ -78,9 +78,9 @@ def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[st
         max_new_tokens=serve.max_new_tokens,
         device=serve.device,
         log=layout.server_log,
-        startup_timeout_s=serve.startup_timeout_s,
+        **({"startup_timeout_s": serve.startup_timeout_s} if serve.backend == "vllm" else {}),
     ) as server:
-        upstream = server.upstream_spec
+        upstream = server.upstream_spec()
         say(f"    the validators' inference proxy sends {DISTILLED_MODEL!r} to {upstream}")
         settings = config.season.model_copy(
             update={
