@@ -30,34 +30,6 @@ def distilled_miner_source() -> str:
     return source.replace(MODEL_LINE, f'MODEL = "{DISTILLED_MODEL}"')
 
 
-def placement(season, hotkey: str) -> dict[str, Any]:
-    """Where `hotkey` finished in the season's (last) race: rank of n racers, score, or why it did not race."""
-    race = season.races[-1] if season.races else None
-    submission = next((s for s in season.submissions if s.hotkey == hotkey), None)
-    if race is None:
-        return {"raced": False, "why": "no race was run"}
-    ranked = sorted(race.results, key=lambda r: -r.score)
-    for rank, result in enumerate(ranked, start=1):
-        if result.hotkey == hotkey:
-            return {
-                "raced": True,
-                "rank": rank,
-                "racers": len(ranked),
-                "score": result.score,
-                "winner": race.winner == hotkey,
-                "state": race.state,
-            }
-    if submission is None:
-        why = "it did not submit"
-    elif submission.status == "rejected":
-        why = f"admission rejected it ({', '.join(v.get('rule', '?') for v in submission.violations)})"
-    elif submission.qualified is False:
-        why = f"it did not qualify (qualifying score {submission.qualifying_score})"
-    else:
-        why = f"its submission is {submission.status}"
-    return {"raced": False, "why": why, "racers": len(ranked)}
-
-
 def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[str, Any]:
     from shoparena.agents.inference_proxy import DEFAULT_OFFLINE_MODELS
     from shoparena.agents.model_server import start_model_server
@@ -102,12 +74,8 @@ def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[st
 
         season = Season(arena_dir, settings, progress=day).run()
     season.write(layout.final_season_file)
-    hotkey = next(p["hotkey"] for p in season.participants if p.get("miner") == DISTILLED_MINER)
-    placed = placement(season, hotkey)
-    if placed["raced"]:
-        say(
-            f"    the distilled agent placed {placed['rank']} of {placed['racers']} (score {placed['score']:.3f})"
-        )
-    else:
-        say(f"    the distilled agent did not race: {placed['why']}")
-    return {"hotkey": hotkey, **placed}
+    from shoparena.loop.report_data import distilled_placement
+
+    placed = distilled_placement(season)
+    say(f"    the distilled agent {placed.text()}")
+    return placed.model_dump(mode="json")

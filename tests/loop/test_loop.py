@@ -113,7 +113,7 @@ def test_the_distilled_model_raced_through_the_inference_proxy(looped):
     assert all(e.upstream and e.upstream.startswith("http://127.0.0.1:") for e in served)
     assert sum(e.completion_tokens for e in served) > 0
     placed = result.stages[-1].summary
-    assert placed["raced"] and 1 <= placed["rank"] <= placed["racers"] == len(racers)
+    assert placed["status"] == "raced" and 1 <= placed["rank"] <= placed["of"] == len(racers)
 
 
 def test_the_report_shows_each_part_of_the_loop(looped):
