@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.rule import Rule
 
-from shoparena.cli.common import console, say
+from shoparena.cli.common import console, quiet_libraries, say
 
 DEMO_DIR = Path(os.environ.get("SHOPARENA_DEMO_DIR", "demo-out"))
 
@@ -28,6 +28,7 @@ def main() -> int:
     from shoparena.loop.config import LoopConfig
     from shoparena.loop.runner import LoopError, run_loop
 
+    quiet_libraries()
     out = DEMO_DIR / "loop"
     console.print(Rule("shoparena demo · the closed loop: season → firehose → corpus → training → race"))
     try:

@@ -56,3 +56,19 @@ def progress_bar(description: str, total: int | None):
     with progress:
         task = progress.add_task(description, total=total)
         yield lambda n=1: progress.advance(task, n)
+
+
+def quiet_libraries() -> None:
+    """Long jobs that drive transformers, TRL and datasets many times (the loop) print their own
+    progress; silence the libraries' per-call bars, weight-loading bars and deprecation notices, which
+    would otherwise bury it. Errors still show. Call before those libraries are imported."""
+    import os
+    import warnings
+
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    for module in ("transformers", "trl", "peft", "datasets", "torch"):
+        warnings.filterwarnings("ignore", category=FutureWarning, module=module)
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=module)

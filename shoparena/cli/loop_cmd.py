@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from shoparena.cli.common import fail, say
+from shoparena.cli.common import fail, quiet_libraries, say
 
 LOOP_HELP = """Run the closed loop: an arena season → its judged firehose → a corpus → post-training →
 the distilled model back in the arena as a miner → one more race → one report (DIR/report.html,
@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
             typer.Option("--config", help="Loop config YAML/JSON (default: the embedded demo settings)."),
         ] = None,
     ) -> None:
+        quiet_libraries()
         from shoparena.loop.config import LoopConfig
         from shoparena.loop.runner import LoopError, run_loop
         from shoparena.train.config import ConfigError

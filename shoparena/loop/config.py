@@ -30,16 +30,17 @@ TINY_PIPELINE = CONFIGS_DIR / "tiny" / "pipeline.yaml"
 
 
 def demo_season() -> SeasonSettings:
-    """Six roster miners (two model-driven, two code-driven, one crashing, one malicious), two validators
-    (one dishonest), two days. The qualifying bar is 0 so that the tiny distilled model — which a few
-    CPU steps cannot teach to shop — still races and is placed; a real run raises it."""
+    """Eight roster miners (a model-driven one, four code-driven ones, a crashing one that resubmits a
+    fix, two malicious ones), two validators (one dishonest), three days. The qualifying bar is 0 so that
+    the tiny distilled model — which a few CPU steps cannot teach to shop — still races and is placed;
+    a real run raises it."""
     return SeasonSettings(
-        miners=6,
+        miners=8,
         validators=2,
-        days=2,
+        days=3,
         seed=0,
         products=3000,
-        race_problems=2,
+        race_problems=3,
         qualifying_problems=3,
         qualify_threshold=0.0,
     )
@@ -50,7 +51,7 @@ class CorpusPart(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    eval_size: int | None = Field(2, ge=1)
+    eval_size: int | None = Field(4, ge=1)
     """Problems held out for evaluation [None: the corpus' own default share]."""
     min_quality: float = corpus_gates.DEFAULT_MIN_QUALITY
     per_problem: int = Field(2, ge=1)
