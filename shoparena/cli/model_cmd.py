@@ -61,6 +61,9 @@ def serve_cmd(
         shoparena eval --agent file:miner.py --option
         inference_models=shoparena-distilled=http://127.0.0.1:8000/v1#shoparena-distilled ...
 
+    or for an arena validator: shoparena validator run --inference-models
+    shoparena-distilled=http://127.0.0.1:8000/v1#shoparena-distilled,reference-agentic=offline:reference-agentic
+
     The proxy's allowlist entry is always NAME=http://HOST:PORT/v1#NAME (printed at start; the same
     NAME=UPSTREAM form wherever the proxy is configured); the miner calls
     miner_sdk.chat(messages, tools=..., model="NAME"). --backend vllm needs `pip install vllm` on a
