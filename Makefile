@@ -76,6 +76,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/arena_bench.py --redis redis://127.0.0.1:6379/0 --pg postgresql://postgres@127.0.0.1:5432/postgres
 	$(BIN)/python bench/admission_bench.py
 	$(BIN)/python bench/train_bench.py
+	$(BIN)/python bench/model_server_bench.py
+	$(BIN)/python bench/loop_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

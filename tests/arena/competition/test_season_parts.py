@@ -65,3 +65,19 @@ def test_bad_options_are_refused_before_anything_runs(tmp_path, options, message
     assert result.exit_code != 0
     assert message in result.output
     assert not arena.exists()
+
+
+def test_a_season_that_asks_for_bwrap_where_it_cannot_run_stops_before_it_starts(monkeypatch):
+    import shoparena.sandbox as sandbox
+    from shoparena.arena.competition.season.driver import resolve_sandbox
+    from shoparena.arena.errors import ArenaError
+
+    def broken(policy=None):
+        raise sandbox.SandboxUnavailable("bwrap: setting up uid map: Permission denied")
+
+    monkeypatch.setattr(sandbox, "check_sandbox", broken)
+    with pytest.raises(ArenaError, match="bubblewrap cannot run here.*Permission denied"):
+        resolve_sandbox("bwrap")
+    with pytest.warns(UserWarning, match="WITHOUT a sandbox"):
+        assert resolve_sandbox("auto") == "none"
+    assert resolve_sandbox("none") == "none"

@@ -72,14 +72,22 @@ def seeded_ids(season_seed: int, after: int = 0) -> Callable[[], str]:
 
 
 def resolve_sandbox(choice: str) -> str:
-    """`auto`: bubblewrap when it runs here, else none (loudly)."""
-    if choice != "auto":
+    """`auto`: bubblewrap when it runs here, else none (loudly). `bwrap` asked for but unable to run is
+    an error before the season starts (else every job would fail and every race be cancelled)."""
+    if choice not in ("auto", "bwrap"):
         return choice
     from shoparena.sandbox import SandboxUnavailable, check_sandbox
 
     try:
         check_sandbox()
     except SandboxUnavailable as exc:
+        if choice == "bwrap":
+            from shoparena.arena.errors import ArenaError
+
+            raise ArenaError(
+                f"--sandbox bwrap: bubblewrap cannot run here ({exc}); install it (apt-get install -y "
+                "bubblewrap) or choose --sandbox auto|none"
+            ) from None
         warnings.warn(
             f"bubblewrap cannot run here ({exc}); the season runs miner code WITHOUT a sandbox "
             "(install bubblewrap for the real thing)",
