@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 5.0
@@ -28,6 +28,9 @@ class AppThread:
 
     `url` is `http://HOST:PORT` once started (loopback for a wildcard HOST). uvicorn options (log_level, access_log, …) pass through.
     """
+
+    FIXED: ClassVar[dict[str, str]] = {"lifespan": "off", "http": "h11"}
+    """Always so: no lifespan events, and h11 (bounded request heads), whatever the options say."""
 
     def __init__(
         self, app: Any, host: str = "127.0.0.1", port: int = 0, *, name: str = "app", **options: Any
@@ -64,7 +67,7 @@ class AppThread:
             sock.close()
             raise OSError(f"{self.name}: cannot listen on {self.host}:{self.port}: {exc}") from None
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, lifespan="off", http="h11", backlog=BACKLOG, **self.options)
+        config = uvicorn.Config(self.app, **self.FIXED, backlog=BACKLOG, **self.options)
         server = uvicorn.Server(config)
         failure: list[BaseException] = []
 

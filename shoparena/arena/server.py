@@ -26,8 +26,6 @@ store, admission, code storage — runs in the thread pool, off the event loop.
 from __future__ import annotations
 
 import logging
-import socket
-import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -455,20 +453,22 @@ def _cooldown_refusal(cooldown) -> Refuse:
     )
 
 
+ARENA_UVICORN = {
+    "server_header": False,
+    "proxy_headers": False,  # the audit's remote address is the peer's, never a header's claim
+    "timeout_keep_alive": 5,
+    "lifespan": "off",
+    # h11, never httptools: uvicorn's httptools protocol buffers headers without any limit, so one
+    # client could send gigabytes of them; h11 refuses a request head once it passes this size.
+    "http": "h11",
+    "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
+}
+
+
 def uvicorn_config(app: FastAPI, **options):
     import uvicorn
 
-    defaults = {
-        "server_header": False,
-        "proxy_headers": False,  # the audit's remote address is the peer's, never a header's claim
-        "timeout_keep_alive": 5,
-        "lifespan": "off",
-        # h11, never httptools: uvicorn's httptools protocol buffers headers without any limit, so one
-        # client could send gigabytes of them; h11 refuses a request head once it passes this size.
-        "http": "h11",
-        "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
-    }
-    return uvicorn.Config(app, **{**defaults, **options})
+    return uvicorn.Config(app, **{**ARENA_UVICORN, **options})
 
 
 def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8742, log_level: str = "info") -> None:
@@ -480,25 +480,17 @@ def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8742, log_level: st
 
 @contextmanager
 def running(app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
-    """Serve `app` from a background thread on a real socket (port 0: a free one); yields its base URL.
-    For tests, benchmarks and demos on one machine."""
-    import uvicorn
+    """Serve `app` from a background thread on a real socket (port 0: a free one), with the arena's
+    uvicorn settings; yields its base URL. For tests, benchmarks, demos and the simulated season."""
+    from shoparena.agents.loopback import AppThread
 
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    server = uvicorn.Server(uvicorn_config(app, log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="arena-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            sock.close()
-            raise ArenaError(f"the arena server did not start on {host}:{port}")
-        time.sleep(0.01)
+    options = {k: v for k, v in ARENA_UVICORN.items() if k not in AppThread.FIXED}
+    server = AppThread(app, host, port, name="the arena server", **options)
     try:
-        yield f"http://{host}:{sock.getsockname()[1]}"
+        server.start()
+    except (OSError, RuntimeError) as exc:
+        raise ArenaError(str(exc)) from None
+    try:
+        yield server.url
     finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
+        server.stop()

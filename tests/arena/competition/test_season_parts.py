@@ -76,7 +76,7 @@ def test_a_season_that_asks_for_bwrap_where_it_cannot_run_stops_before_it_starts
         raise sandbox.SandboxUnavailable("bwrap: setting up uid map: Permission denied")
 
     monkeypatch.setattr(sandbox, "check_sandbox", broken)
-    with pytest.raises(ArenaError, match="bubblewrap cannot run here.*Permission denied"):
+    with pytest.raises(ArenaError, match=r"bubblewrap cannot run here.*Permission denied"):
         resolve_sandbox("bwrap")
     with pytest.warns(UserWarning, match="WITHOUT a sandbox"):
         assert resolve_sandbox("auto") == "none"
