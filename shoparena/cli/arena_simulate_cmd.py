@@ -68,6 +68,12 @@ def register(arena_app: typer.Typer) -> None:
             int,
             typer.Option("--qualifying-problems", min=1, help="Problems per qualifying run (new arenas)."),
         ] = 3,
+        qualify_threshold: Annotated[
+            float,
+            typer.Option(
+                "--qualify-threshold", min=0.0, max=1.0, help="Qualifying score needed to race (new arenas)."
+            ),
+        ] = 0.1,
         honest: Annotated[
             bool, typer.Option("--all-honest", help="No dishonest validator.", show_default=False)
         ] = False,
@@ -93,6 +99,7 @@ def register(arena_app: typer.Typer) -> None:
                 race_problems=race_problems,
                 qualifying_problems=qualifying_problems,
                 dishonest=not honest,
+                qualify_threshold=qualify_threshold,
             )
         except ValidationError as exc:
             raise fail(f"season settings: {exc}") from None
