@@ -9,25 +9,32 @@ import typer
 
 from shoparena.cli.common import fail, quiet_libraries, say
 
-LOOP_HELP = """Run the closed loop: an arena season → its judged firehose → a corpus → post-training →
-the distilled model back in the arena as a miner → one more race → one report (DIR/report.html,
+LOOP_HELP = """Run the closed loop: an arena season → its judged firehose → a corpus → post-training → the
+distilled model back in the arena as a miner → one more race → one report (DIR/report.html and
 DIR/report.md).
 
-1 season: a short competition season on a simulated clock, through the real signed API, admission,
-  the sandbox, validators, the offline judge, the trajectory store, races and weights;
-2 firehose: every stored trajectory exported (what /v1/trajectories serves);
-3 corpus: `corpus build` (gates, dedup, axis split, leak-guarded train/eval split), with the final
-  race's problem pool kept out;
-4 train: `train pipeline` (the tiny random Qwen3 by default: plumbing, not learning), every checkpoint
-  evaluated on the corpus' held-out problems;
-5 season agents: the season's racing miner files on the same held-out problems;
-6 final race: the last checkpoint served as an OpenAI-compatible model, entered as a miner that calls
-  it through the arena's inference proxy, raced against the season's agents;
-7 report: season, funnel, training curves, Table 1, where the distilled agent placed.
+1 season: a competition season on a simulated clock through the real signed API, admission, the
+sandbox, validators, the offline judge, the trajectory store, races and weights.
 
-With no --config the embedded defaults run (the demo: 6 miners, 2 validators, 2 days, every stage a
-couple of steps on the tiny model; a few minutes on 2 cores). A config names only what it changes:
-see configs/loop/. Re-running with the same --out resumes at the stage that did not finish.
+2 firehose: every stored trajectory exported (what /v1/trajectories serves).
+
+3 corpus: `corpus build` (gates, dedup, axis split, leak-guarded train/eval split) with the final
+race's problem pool kept out.
+
+4 train: `train pipeline` (the tiny random Qwen3 by default: plumbing, not learning); every
+checkpoint evaluated on the corpus' held-out problems.
+
+5 season agents: the season's racing miner files on the same held-out problems.
+
+6 final race: the last checkpoint served as an OpenAI-compatible model and entered as a miner that
+calls it through the arena's inference proxy, raced against the season's agents.
+
+7 report: the season, the funnel, training curves, Table 1, where the distilled agent placed.
+
+With no --config the embedded defaults run: the demo (8 miners, 2 validators, 3 days, every stage 2
+steps on the tiny model; about 2 minutes on 2 cores). A config names only what it changes; see
+configs/loop/demo.yaml and configs/loop/gpu.yaml. Re-running with the same --out resumes at the
+first stage that did not finish.
 """
 
 
