@@ -9,14 +9,13 @@ missing and its inputs are unchanged.
 from __future__ import annotations
 
 import hashlib
-import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from shoparena.loop.layout import STAGE_DONE
+from shoparena.train.pipeline import set_aside
 
 STAGE_STARTED = "stage_started.json"
 
@@ -36,15 +35,6 @@ def _marker(path: Path) -> str | None:
 
 def is_done(directory: Path, print_: str) -> bool:
     return _marker(directory / STAGE_DONE) == print_
-
-
-def set_aside(directory: Path) -> Path | None:
-    """Move an untrusted stage directory out of the way (kept for inspection)."""
-    if not directory.exists():
-        return None
-    aside = directory.with_name(f"{directory.name}.interrupted-{int(time.time())}")
-    shutil.move(str(directory), str(aside))
-    return aside
 
 
 def begin(directory: Path, print_: str, *, resumes_inside: bool = False) -> None:

@@ -241,11 +241,19 @@ def _finished(out: Path, fingerprint: str) -> StageResult | None:
         return None
 
 
-def _set_aside(out: Path) -> None:
-    """A stage directory without a matching finished result is not trusted: keep it, renamed."""
-    if out.exists():
-        aside = out.with_name(f"{out.name}.interrupted-{int(time.time())}")
-        shutil.move(str(out), str(aside))
+def set_aside(directory: Path) -> Path | None:
+    """A stage directory without a matching finished result is not trusted: keep it, renamed
+    `NAME.interrupted-TIMESTAMP[-N]` (never deleted); returns the new name."""
+    if not directory.exists():
+        return None
+    stamp = int(time.time())
+    aside = directory.with_name(f"{directory.name}.interrupted-{stamp}")
+    n = 1
+    while aside.exists():  # two set-asides in one second must not nest one inside the other
+        n += 1
+        aside = directory.with_name(f"{directory.name}.interrupted-{stamp}-{n}")
+    shutil.move(str(directory), str(aside))
+    return aside
 
 
 def _write_finished(out: Path, fingerprint: str, result: StageResult) -> None:
@@ -264,7 +272,7 @@ def base_model(config: PipelineConfig, out: Path, say: Callable[[str], None]) ->
     if (path / "config.json").exists() and (path / "tokenizer.json").exists():
         say(f"base: tiny model at {path} (resumed)")
         return path
-    _set_aside(path)
+    set_aside(path)
     made = make_tiny_model(TinyModelConfig(out=path, seed=config.seed))
     say(f"base: tiny model {made.path} ({made.parameters:,} parameters)")
     return made.path
@@ -286,7 +294,7 @@ def run_stages(
             say(f"[{index}/{len(config.stages)}] {name}: finished before, resumed from {stage_out}")
             runs.append(StageRun(stage=stage.stage, name=name, result=done, resumed=True))
         else:
-            _set_aside(stage_out)
+            set_aside(stage_out)
             say(f"[{index}/{len(config.stages)}] {name}: training {model} → {stage_out}")
             _, runner = STAGES[stage.stage].load()
             result = runner(built)

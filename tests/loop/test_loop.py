@@ -155,3 +155,25 @@ def test_the_demo_config_file_is_the_embedded_default():
         LoopConfig.from_file(Path(__file__).resolve().parents[2] / "configs" / "loop" / "demo.yaml")
         == LoopConfig()
     )
+
+
+def test_a_loop_interrupted_inside_a_stage_resumes_at_that_stage(looped, monkeypatch):
+    import shoparena.loop.runner as runner
+
+    layout, _result, _lines = looped
+    (layout.season_agents_dir / STAGE_DONE).unlink()  # as if the stage had never finished
+
+    def interrupted(config, layout_, say):
+        (layout_.season_agents_dir / "half-written").write_text("partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "evaluate_season_agents", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_loop(small_config(), layout.out, lambda _line: None)
+    assert not (layout.season_agents_dir / STAGE_DONE).exists()
+    monkeypatch.undo()
+    resumed = run_loop(small_config(), layout.out, lambda _line: None)
+    ran = [s.stage for s in resumed.stages if not s.resumed]
+    assert ran == ["season agents"], ran  # the stages before it and the one after (same inputs) resumed
+    assert not (layout.season_agents_dir / "half-written").exists()
+    assert any(p.joinpath("half-written").exists() for p in layout.out.glob("05-season-agents.interrupted-*"))
