@@ -24,6 +24,7 @@ from shoparena.cli import (
     train_cmd,
     validator_cmd,
 )
+from shoparena.cli.help_text import reflow_app
 
 app = typer.Typer(
     name="shoparena",
@@ -52,6 +53,7 @@ validator_cmd.register(app)
 train_cmd.register(app)
 model_cmd.register(app)
 loop_cmd.register(app)
+reflow_app(app)
 
 
 def main() -> None:

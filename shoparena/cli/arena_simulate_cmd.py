@@ -7,7 +7,7 @@ day and writes the season file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 
@@ -74,6 +74,13 @@ def register(arena_app: typer.Typer) -> None:
                 "--qualify-threshold", min=0.0, max=1.0, help="Qualifying score needed to race (new arenas)."
             ),
         ] = 0.1,
+        similarity: Annotated[
+            str,
+            typer.Option(
+                "--similarity",
+                help="Title similarity of strict scoring (new arenas): lexical (fast) or minilm (production).",
+            ),
+        ] = "lexical",
         honest: Annotated[
             bool, typer.Option("--all-honest", help="No dishonest validator.", show_default=False)
         ] = False,
@@ -87,6 +94,8 @@ def register(arena_app: typer.Typer) -> None:
 
         if sandbox not in ("auto", "bwrap", "container", "none"):
             raise fail(f"--sandbox {sandbox!r}: use auto, bwrap, container or none")
+        if similarity not in get_args(SeasonSettings.model_fields["similarity"].annotation):
+            raise fail(f"--similarity {similarity!r}: use lexical or minilm")
         try:
             settings = SeasonSettings(
                 miners=miners,
@@ -100,6 +109,7 @@ def register(arena_app: typer.Typer) -> None:
                 qualifying_problems=qualifying_problems,
                 dishonest=not honest,
                 qualify_threshold=qualify_threshold,
+                similarity=similarity,
             )
         except ValidationError as exc:
             raise fail(f"season settings: {exc}") from None

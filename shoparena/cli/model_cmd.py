@@ -58,8 +58,8 @@ def serve_cmd(
 
         shoparena model serve runs/sft/final --name shoparena-distilled --port 8000
 
-        shoparena eval --agent file:miner.py --option
-        inference_models=shoparena-distilled=http://127.0.0.1:8000/v1#shoparena-distilled ...
+        shoparena eval --agent file:miner.py --option \\
+            inference_models=shoparena-distilled=http://127.0.0.1:8000/v1#shoparena-distilled ...
 
     or for an arena validator: shoparena validator run --inference-models
     shoparena-distilled=http://127.0.0.1:8000/v1#shoparena-distilled,reference-agentic=offline:reference-agentic

@@ -23,11 +23,11 @@ Writes adapter/ (+ merged/ with --merge), config.resolved.json, metrics.jsonl, r
 
 Examples:
 
-  shoparena train grpo --variant v19 --model runs/kto/adapter --catalog cat/ --problems train.jsonl
-  --teacher-trajectories runs/teacher/rollouts/trajectories.jsonl --corpus corpus/ --out runs/grpo
+  shoparena train grpo --variant v19 --model runs/kto/adapter --catalog cat/ --problems train.jsonl \\
+      --teacher-trajectories runs/teacher/rollouts/trajectories.jsonl --corpus corpus/ --out runs/grpo
 
-  shoparena train grpo --config configs/tiny/grpo.yaml --model tiny/ --catalog cat/ --problems p.jsonl
-  --teacher-trajectories run/trajectories.jsonl --corpus corpus/ --out runs/grpo-smoke --max-steps 1
+  shoparena train grpo --config configs/tiny/grpo.yaml --model tiny/ --catalog cat/ --problems p.jsonl \\
+      --teacher-trajectories run/trajectories.jsonl --corpus corpus/ --out runs/grpo-smoke --max-steps 1
 """
 
 

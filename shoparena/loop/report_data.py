@@ -302,11 +302,17 @@ class Placement(BaseModel):
     rank: int | None = None
     of: int | None = None
     score: float | None = None
+    tied: int = 0
+    """Other racers with the same race score (the arena gives ties to the earlier submission)."""
     reason: str = ""
 
     def text(self) -> str:
         if self.status == "raced":
-            return f"placed {self.rank} of {self.of} (race score {self.score:.3f})"
+            tie = ""
+            if self.tied:
+                racers = "racer" if self.tied == 1 else "racers"
+                tie = f"; tied with {self.tied} {racers} on that score, ties go to the earlier submission"
+            return f"placed {self.rank} of {self.of} (race score {self.score:.3f}{tie})"
         return f"{self.status}: {self.reason}"
 
 
@@ -325,7 +331,10 @@ def distilled_placement(season: SeasonFile) -> Placement:
     if race is not None:
         for rank, result in enumerate(race.results, 1):
             if result.hotkey in hotkeys:
-                return Placement(status="raced", rank=rank, of=len(race.results), score=result.score)
+                tied = sum(1 for other in race.results if other is not result and other.score == result.score)
+                return Placement(
+                    status="raced", rank=rank, of=len(race.results), score=result.score, tied=tied
+                )
     submission = _latest([s for s in season.submissions if s.hotkey in hotkeys])
     if submission is None:
         return Placement(status="did not race", reason="it made no submission")

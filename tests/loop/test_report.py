@@ -265,6 +265,19 @@ def test_a_distilled_agent_that_did_not_qualify_says_so():
     assert distilled_placement(season_file()).status == "did not race"  # no distilled participant
 
 
+def test_a_tie_on_score_is_said_with_the_rule_that_broke_it():
+    scores = [("02-pipeline", 2, 0.0), ("01-agentic", 1, 0.5), (HOSTILE, 3, 0.0), (DISTILLED_MINER, 4, 0.0)]
+    miners = [*SEASON_MINERS, (DISTILLED_MINER, 4)]
+    submissions = [_submission(name, uid) for name, uid in miners]
+    placement = distilled_placement(_season(miners, [_race(3, scores, promoted=False)], submissions))
+    assert (placement.rank, placement.of, placement.tied) == (4, 4, 2)
+    assert placement.text() == (
+        "placed 4 of 4 (race score 0.000; tied with 2 racers on that score, "
+        "ties go to the earlier submission)"
+    )
+    assert distilled_placement(final_file()).tied == 0  # 0.45 is its own
+
+
 def test_a_partial_loop_reports_what_did_not_run(runs, tmp_path):
     final = final_file(raced=False)
     cancelled = {"state": "CANCELLED", "results": [], "winner": None, "promoted": False,

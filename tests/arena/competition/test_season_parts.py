@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from shoparena.arena.competition.season.clock import SEASON_EPOCH, SimClock
 from shoparena.arena.competition.season.driver import race_seed, seeded_ids
-from shoparena.arena.competition.season.setup import SeasonSettings
+from shoparena.arena.competition.season.setup import SeasonSettings, open_or_init
 from shoparena.cli import app
 
 runner = CliRunner()
@@ -48,6 +48,14 @@ def test_the_competition_config_a_season_runs_with_is_small_and_recorded():
     assert SeasonSettings(validators=1).competition().min_validators == 1
 
 
+@pytest.mark.parametrize("similarity", ["minilm", "lexical"])
+def test_the_season_arena_scores_with_the_title_similarity_asked_for(tmp_path, similarity):
+    small = {"products": 200, "qualifying_bank": 3, "race_bank": 4}
+    with open_or_init(tmp_path / "arena", SeasonSettings(similarity=similarity, **small)) as arena:
+        assert arena.config.evaluation.similarity == similarity
+    assert SeasonSettings().similarity == "lexical"  # a small CPU season's default; production is minilm
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -55,6 +63,7 @@ def test_the_competition_config_a_season_runs_with_is_small_and_recorded():
         (["--miners", "0"], "--miners"),
         (["--days", "0"], "--days"),
         (["--sandbox", "docker"], "--sandbox"),
+        (["--similarity", "cosine"], "similarity"),
     ],
 )
 def test_bad_options_are_refused_before_anything_runs(tmp_path, options, message):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -62,6 +63,9 @@ class SeasonSettings(BaseModel):
     """Tasks added to the race bank (each its own leak cluster)."""
     problem_timeout_s: float = Field(default=12.0, gt=0)
     step_cap: int | None = Field(default=None, ge=1)
+    similarity: Literal["minilm", "lexical"] = "lexical"
+    """Title similarity of the arena's strict scoring (new arenas). lexical keeps a small season fast
+    on a CPU; minilm is the production choice (the arena's own default and SPEC §4's embeddings)."""
     sandbox: str = "auto"
     """bwrap, container, none, or auto (bwrap when it runs here, else none with a warning)."""
     workers: int = Field(default=1, ge=1)
@@ -165,7 +169,7 @@ def open_or_init(arena_dir: Path, settings: SeasonSettings) -> Arena:
         cooldown=CooldownPolicy(full_s=12 * 3600, security_s=3600, format_s=300),
         jobs=JobPolicy(lease_s=3600, validators_per_submission=settings.validators, max_lapses=3),
         evaluation=EvaluationSettings(
-            similarity="lexical", timeout_s=settings.problem_timeout_s, step_cap=settings.step_cap
+            similarity=settings.similarity, timeout_s=settings.problem_timeout_s, step_cap=settings.step_cap
         ),
         competition=settings.competition(),
         created_at=SEASON_EPOCH,  # rotation periods count from here: the season's clock, not the machine's
