@@ -23,6 +23,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -106,6 +107,11 @@ class Evaluation(Base):
     """The exact canonical bytes where `record` cannot keep them: PostgreSQL's jsonb reorders object keys
     (free-form dicts like messages and tool schemas included). NULL on SQLite, whose JSON column is
     already that very text, so the trace is not stored twice there."""
+    commit_order: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default=text("0"))
+    """PostgreSQL: the id of the transaction that wrote the row (`pg_current_xact_id()`, set by the
+    database), which lets a follower read rows in an order that no later commit can land behind
+    (`shoparena.store.feed`). 0 on SQLite, where row ids are already handed out in commit order, and on
+    rows written before migration 0002."""
 
     __table_args__ = (
         Index("ix_evaluations_agent_created", "agent_id", "created_at"),
@@ -115,6 +121,7 @@ class Evaluation(Base):
         Index("ix_evaluations_run_id", "run_id"),
         Index("ix_evaluations_created_at", "created_at"),
         Index("ix_evaluations_bucket", "bucket"),
+        Index("ix_evaluations_commit_order", "commit_order", "id"),
     )
 
 

@@ -195,7 +195,7 @@ def test_parquet_export_is_readable_with_pyarrow(filled, records, tmp_path):
 def test_stats(filled, records):
     store, invalidated = filled
     stats = store.stats()
-    assert stats.revision == "0001_initial"
+    assert stats.revision == "0002_commit_order"
     assert (stats.evaluations, stats.invalidated, stats.runs, stats.problems) == (22, 2, 2, 12)
     assert stats.first_episode == EPOCH
     assert stats.last_episode == EPOCH + timedelta(hours=23)

@@ -37,7 +37,7 @@ def raw_scalar(store, sql: str):
 
 
 def test_migrations_reach_head_and_match_the_models(store):
-    assert head_revision() == "0001_initial"
+    assert head_revision() == "0002_commit_order"
     assert current_revision(store.engine) == head_revision()
     with store.engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
@@ -48,7 +48,7 @@ def test_reopening_is_a_no_op_and_keeps_rows(store_url, records):
     with open_store(store_url) as first:
         first.ingest(records[:3])
     with open_store(store_url) as again:
-        assert current_revision(again.engine) == "0001_initial"
+        assert current_revision(again.engine) == "0002_commit_order"
         assert again.count() == 3
 
 
@@ -157,4 +157,4 @@ def test_many_processes_opening_a_new_store_at_once_all_succeed(store_url):
     for thread in threads:
         thread.join()
     assert errors == []
-    assert revisions == ["0001_initial"] * 4
+    assert revisions == ["0002_commit_order"] * 4
