@@ -70,6 +70,24 @@ class Key:
         return signed_headers(self.keypair, body, **overrides)
 
 
+def arena_schema_differences(engine) -> list:
+    """What autogenerate finds between the arena's tables in this database and the arena's models ([]
+    when the migrations at head and the models agree); the trajectory store's tables are left out."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from shoparena.arena.schema import VERSION_TABLE, Base
+
+    def arena_tables_only(name, type_, _parent):
+        return type_ != "table" or name in Base.metadata.tables
+
+    with engine.connect() as connection:
+        context = MigrationContext.configure(
+            connection, opts={"version_table": VERSION_TABLE, "include_name": arena_tables_only}
+        )
+        return compare_metadata(context, Base.metadata)
+
+
 @pytest.fixture(scope="session")
 def problems_file(small_catalog, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("bank") / "bank.jsonl"

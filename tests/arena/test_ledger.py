@@ -19,7 +19,7 @@ from shoparena.arena import (
     UnknownSubmissionError,
 )
 from shoparena.arena.admission import Violation
-from tests.arena.conftest import Key, make_arena, parallel
+from tests.arena.conftest import Key, arena_schema_differences, make_arena, parallel
 
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 SECURITY = Violation(rule="security.banned_import", kind="security", line=1, col=0, message="no")
@@ -212,19 +212,4 @@ def test_metagraph_register_update_remove(state):
 
 
 def test_migrations_match_the_models(state):
-    from alembic.autogenerate import compare_metadata
-    from alembic.migration import MigrationContext
-
-    from shoparena.arena.schema import VERSION_TABLE, Base
-
-    with state.store.engine.connect() as connection:
-        context = MigrationContext.configure(
-            connection, opts={"version_table": VERSION_TABLE, "include_name": _arena_tables_only}
-        )
-        assert compare_metadata(context, Base.metadata) == []
-
-
-def _arena_tables_only(name, type_, _parent):
-    from shoparena.arena.schema import Base
-
-    return type_ != "table" or name in Base.metadata.tables
+    assert arena_schema_differences(state.store.engine) == []

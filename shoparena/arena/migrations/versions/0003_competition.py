@@ -130,7 +130,8 @@ def downgrade() -> None:
     for table in ("weight_vectors", "race_outcomes", "race_entries", "race_events", "races"):
         op.drop_table(table)
     op.drop_index("ix_jobs_race", "jobs")
-    with op.batch_alter_table("jobs") as batch:
-        batch.drop_column("problem_ids")
-        batch.drop_column("race_id")
-        batch.drop_column("kind")
+    # ALTER TABLE … DROP COLUMN on both dialects (SQLite has it since 3.35), not batch_alter_table: on
+    # SQLite that rebuilds `jobs` (copy, DROP TABLE, rename), which loses its append-only triggers and
+    # fails on the foreign key of `job_leases` once any job has a lease.
+    for column in ("problem_ids", "race_id", "kind"):
+        op.drop_column("jobs", column)
