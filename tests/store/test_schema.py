@@ -52,6 +52,32 @@ def test_reopening_is_a_no_op_and_keeps_rows(store_url, records):
         assert again.count() == 3
 
 
+def test_0002_goes_down_and_up_again_keeping_rows_and_the_append_only_triggers(store_url, records):
+    """Rows from before 0002 read commit_order 0; the downgrade drops only the column and its index."""
+    from alembic import command
+
+    from shoparena.store.engine import alembic_config, upgrade_to_head, write_transaction
+
+    with open_store(store_url) as store:
+        store.ingest(records[:2]).raise_for_conflicts()
+        with write_transaction(store.engine) as connection:
+            command.downgrade(alembic_config(connection), "0001_initial")
+        assert current_revision(store.engine) == "0001_initial"
+        with pytest.raises(Exception, match="append-only"):
+            raw_sql(store, "UPDATE evaluations SET rule_score = 0.5")
+        raw_sql(store, "SELECT id FROM evaluations")  # the table is there, without commit_order
+        with pytest.raises(Exception, match="commit_order"):
+            raw_sql(store, "SELECT commit_order FROM evaluations")
+        upgrade_to_head(store.engine)
+        assert raw_scalar(store, "SELECT max(commit_order) FROM evaluations") == 0
+        store.ingest(records[2:3]).raise_for_conflicts()
+        newest = raw_scalar(store, "SELECT commit_order FROM evaluations ORDER BY id DESC LIMIT 1")
+        assert (newest > 0) if store.dialect == "postgresql" else (newest == 0)
+        with pytest.raises(Exception, match="append-only"):
+            raw_sql(store, "DELETE FROM evaluations")
+        assert store.count() == 3 and store.get(records[0].record_id) == records[0]
+
+
 @pytest.mark.parametrize(
     "statement",
     [
