@@ -7,7 +7,8 @@ Records are real: 24 scripted harness episodes over a generated catalogue, score
 (the store tests' fixtures), stored as `n` samples of many runs — ~13 KB each, mostly the trace and
 the tool schemas. What is timed: `TrajectoryStore.ingest_paths` over one JSONL file (read, validate,
 canonicalise, hash, insert in 2,000-record transactions), the same file again (every line a
-duplicate: parse + hash + lookup), and exports of everything. `--pg` runs the same on a scratch
+duplicate: parse + hash + lookup), exports of everything, and a follower reading it all through the
+feed (`store.feed.rows_after`, what `GET /v1/trajectories` pages on) 100 rows a page. `--pg` runs the same on a scratch
 database created and dropped on that server. Target: ≥ 5,000 records/s ingest on SQLite.
 Results: a table on stdout and bench/out/store_bench-<n>.json.
 """
@@ -32,8 +33,12 @@ from rich.table import Table
 
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.store import open_store
+from shoparena.store.feed import FeedPosition, rows_after
 from tests.store.conftest import copies, write_jsonl
 from tests.store.conftest import records as records_fixture
+
+FEED_PAGE = 100
+"""What the arena's firehose serves per page by default."""
 
 
 def measure(url: str, path: Path, n: int, size: int, out_dir: Path) -> list[dict]:
@@ -53,6 +58,15 @@ def measure(url: str, path: Path, n: int, size: int, out_dir: Path) -> list[dict
             wall = time.perf_counter() - started
             rows.append({"step": f"export {fmt}", "records": written, "wall_s": wall, "per_s": written / wall,
                          "mb_s": size / wall / 1e6})  # fmt: skip
+        started = time.perf_counter()
+        followed, position = 0, FeedPosition()
+        while page := rows_after(store, position, FEED_PAGE):
+            followed += len(page)
+            position = page[-1].position
+        wall = time.perf_counter() - started
+        assert followed == n, followed
+        rows.append({"step": f"follow (feed, pages of {FEED_PAGE})", "records": followed, "wall_s": wall,
+                     "per_s": followed / wall, "mb_s": size / wall / 1e6})  # fmt: skip
     return rows
 
 
