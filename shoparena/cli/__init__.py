@@ -30,8 +30,9 @@ app = typer.Typer(
     name="shoparena",
     help=(
         "An open agent arena for agentic commerce.\n\n"
-        "Start with `shoparena catalog build --products 20000 --out cat/`, then "
-        '`shoparena search cat/ "wireless earbuds"`.'
+        "The whole system in one command: `shoparena loop --out demo-out/loop` (an arena season, its "
+        "firehose, a corpus, post-training, the distilled agent raced, one report). One piece at a time: "
+        '`shoparena catalog build --products 20000 --out cat/`, then `shoparena search cat/ "wireless earbuds"`.'
     ),
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,

@@ -9,9 +9,11 @@ import typer
 
 from shoparena.cli.common import fail, quiet_libraries, say
 
-LOOP_HELP = """Run the closed loop: an arena season → its judged firehose → a corpus → post-training → the
-distilled model back in the arena as a miner → one more race → one report (DIR/report.html and
-DIR/report.md).
+LOOP_HELP = """The closed loop (what `make demo` runs): season → firehose → corpus → training → the distilled
+agent raced.
+
+An arena season → its judged firehose → a corpus → post-training → the distilled model back in the
+arena as a miner → one more race → one report (DIR/report.html and DIR/report.md).
 
 1 season: a competition season on a simulated clock through the real signed API, admission, the
 sandbox, validators, the offline judge, the trajectory store, races and weights.
