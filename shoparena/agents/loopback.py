@@ -12,6 +12,8 @@ header and body writes wait on delayed ACKs).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import socket
 import threading
 import time
@@ -19,8 +21,25 @@ from typing import Any, ClassVar
 
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 5.0
+"""How long `stop()` lets requests in flight finish before uvicorn cancels them."""
 BACKLOG = 1024
 CONNECT_HOST = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+
+
+class QuietCancellation(logging.Filter):
+    """Drops uvicorn's "Exception in ASGI application" for a request cancelled because its server was
+    made to stop (`stop()` past its grace, Ctrl-C in the loop): that is the stop doing its job, and a
+    traceback of anyio's internals on the user's terminal reads as a crash."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, asyncio.CancelledError)
+
+
+def _quiet_cancellations() -> None:
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, QuietCancellation) for f in logger.filters):
+        logger.addFilter(QuietCancellation())
 
 
 class AppThread:
@@ -68,6 +87,7 @@ class AppThread:
             raise OSError(f"{self.name}: cannot listen on {self.host}:{self.port}: {exc}") from None
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, **self.FIXED, backlog=BACKLOG, **self.options)
+        _quiet_cancellations()  # after Config: it (re)configures uvicorn's loggers
         server = uvicorn.Server(config)
         failure: list[BaseException] = []
 

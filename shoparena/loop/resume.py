@@ -37,13 +37,19 @@ def is_done(directory: Path, print_: str) -> bool:
     return _marker(directory / STAGE_DONE) == print_
 
 
-def begin(directory: Path, print_: str, *, resumes_inside: bool = False) -> None:
-    """Prepare to run a stage: set its directory aside unless it resumes inside with the same inputs."""
+def begin(directory: Path, print_: str, *, resumes_inside: bool = False) -> Path | None:
+    """Prepare to run a stage: set its directory aside unless it resumes inside with the same inputs.
+    Returns where an untrusted directory was moved (None: there was none, or it resumes inside)."""
     same_inputs = _marker(directory / STAGE_STARTED) == print_
-    if not (resumes_inside and same_inputs):
-        set_aside(directory)
+    aside = None if resumes_inside and same_inputs else set_aside(directory)
     directory.mkdir(parents=True, exist_ok=True)
     _write(directory / STAGE_STARTED, {"fingerprint": print_})
+    return aside
+
+
+def started_with(directory: Path, print_: str) -> bool:
+    """Whether `directory` was begun with fingerprint `print_` (an interrupted run of the same stage)."""
+    return _marker(directory / STAGE_STARTED) == print_
 
 
 def finish(directory: Path, print_: str, summary: dict[str, Any]) -> None:

@@ -88,7 +88,10 @@ class _Stages:
             )
             return summary
         self.say(f"[{index}/{len(STAGE_NAMES)}] {name} → {directory}")
-        resume.begin(directory, print_, resumes_inside=resumes_inside)
+        aside = resume.begin(directory, print_, resumes_inside=resumes_inside)
+        if aside is not None:
+            why = "unfinished" if resume.started_with(aside, print_) else "made with other settings"
+            self.say(f"    kept the earlier {directory.name} ({why}) as {aside.name}; delete it when done")
         summary = work()
         resume.finish(directory, print_, summary)
         seconds = time.monotonic() - started

@@ -139,6 +139,8 @@ def test_an_unchanged_rerun_redoes_nothing_and_an_unfinished_stage_runs_again(lo
     third = run_loop(small_config(), layout.out, lines.append)
     assert [s.stage for s in third.stages if not s.resumed] == ["final race"]
     assert list(layout.out.glob("06-final-race.interrupted-*")), "the unfinished stage was not set aside"
+    assert any("kept the earlier 06-final-race (unfinished) as 06-final-race.interrupted-" in line
+               for line in lines), lines  # fmt: skip
     assert read_season(layout.final_season_file).comparable() == before  # same arena state, same race
 
 
@@ -172,7 +174,9 @@ def test_a_loop_interrupted_inside_a_stage_resumes_at_that_stage(looped, monkeyp
         run_loop(small_config(), layout.out, lambda _line: None)
     assert not (layout.season_agents_dir / STAGE_DONE).exists()
     monkeypatch.undo()
-    resumed = run_loop(small_config(), layout.out, lambda _line: None)
+    said: list[str] = []
+    resumed = run_loop(small_config(), layout.out, said.append)
+    assert any("kept the earlier 05-season-agents (unfinished)" in line for line in said), said
     ran = [s.stage for s in resumed.stages if not s.resumed]
     assert ran == ["season agents"], ran  # the stages before it and the one after (same inputs) resumed
     assert not (layout.season_agents_dir / "half-written").exists()
