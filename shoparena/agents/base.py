@@ -7,6 +7,7 @@ which tools it called, what they returned, or who emitted them.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import sys
 from abc import ABC, abstractmethod
@@ -65,6 +66,14 @@ class AgentRun(BaseModel):
     (miner files); None for agents whose inference the harness ran itself."""
 
 
+def episode_seed(seed: int, problem_id: str, sample: int) -> int:
+    """The sampling seed of one (problem, sample) under a run's `seed`: the n samples that pass@k needs
+    differ from each other, and each is the same whichever worker runs it, in whatever order. 32 bits,
+    which every sampler takes (torch, vLLM, OpenAI-compatible servers)."""
+    digest = hashlib.sha256(f"{seed}\x00{problem_id}\x00{sample}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
 class Agent(ABC):
     """Base class of every agent kind. Subclasses set `kind` and implement `run`."""
 
@@ -77,6 +86,10 @@ class Agent(ABC):
     @property
     def agent_id(self) -> str:
         return f"{self.kind}:{self.name}"
+
+    def begin_episode(self, problem_id: str, sample: int) -> None:  # noqa: B027 - optional hook
+        """Called by the runner before each episode: which problem, and which of its samples, comes next.
+        Agents that sample seed themselves from it (`episode_seed`); the rest ignore it."""
 
     @abstractmethod
     def run(self, episode: Episode, view: ProblemView) -> AgentRun:

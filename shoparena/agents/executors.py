@@ -130,6 +130,7 @@ class EpisodeWorker:
         agent_run = AgentRun()
         try:
             with deadline(config.episode_timeout_s):
+                self.agent.begin_episode(problem.problem_id or "", task.sample)
                 agent_run = self.agent.run(episode, ProblemView.of(problem))
         except EpisodeTimeout:
             error = TIMEOUT_ERROR

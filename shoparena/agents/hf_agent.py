@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from shoparena.agents.base import Agent, AgentRun, ProblemView
+from shoparena.agents.base import Agent, AgentRun, ProblemView, episode_seed
 from shoparena.agents.chat_loop import (
     DEFAULT_SYSTEM_PROMPT,
     ChatLoop,
@@ -128,6 +128,7 @@ class HFAgent(Agent):
         self.temperature = temperature
         self.top_p = top_p
         self.seed = seed
+        self._episode_seed: int | None = None
         self.template_kwargs: dict[str, Any] = {}
         if enable_thinking is not None:
             self.template_kwargs["enable_thinking"] = enable_thinking
@@ -259,11 +260,16 @@ class HFAgent(Agent):
             finish_reason=generation.finish_reason,
         )
 
+    def begin_episode(self, problem_id: str, sample: int) -> None:
+        self._episode_seed = None if self.seed is None else episode_seed(self.seed, problem_id, sample)
+
     def run(self, episode: Episode, view: ProblemView) -> AgentRun:
-        if self.seed is not None:
+        seed = self._episode_seed if self._episode_seed is not None else self.seed
+        self._episode_seed = None
+        if seed is not None:
             import torch
 
-            torch.manual_seed(self.seed)  # per episode, so a problem's sample does not depend on run order
+            torch.manual_seed(seed)  # per episode: a sample does not depend on which ran before it
         return self.loop.run(episode)
 
     def system_prompt_for(self, tools: list[dict]) -> str | None:

@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from shoparena.agents.base import Agent, AgentRun, ProblemView
+from shoparena.agents.base import Agent, AgentRun, ProblemView, episode_seed
 from shoparena.agents.chat_loop import (
     DEFAULT_SYSTEM_PROMPT,
     ChatLoop,
@@ -315,6 +315,7 @@ class OpenAIAgent(Agent):
         self.sampling: dict[str, Any] = {"temperature": temperature, "top_p": top_p}
         if max_tokens is not None:
             self.sampling["max_tokens"] = max_tokens
+        self.seed = seed
         if seed is not None:
             self.sampling["seed"] = seed
         if stop:
@@ -346,6 +347,12 @@ class OpenAIAgent(Agent):
             completion_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=choice.get("finish_reason"),
         )
+
+    def begin_episode(self, problem_id: str, sample: int) -> None:
+        """With a seed, each (problem, sample) asks the server for a seed of its own (`episode_seed`):
+        one seed for every request would make the samples of pass@k copies of each other."""
+        if self.seed is not None:
+            self.sampling["seed"] = episode_seed(self.seed, problem_id, sample)
 
     def run(self, episode: Episode, view: ProblemView) -> AgentRun:
         return self.loop.run(episode)

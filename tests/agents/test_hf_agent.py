@@ -164,3 +164,19 @@ def test_template_tool_support_detection():
     assert template_renders_tools({"default": "x", "tool_use": "{{ tools }}"}) and not template_renders_tools(
         None
     )
+
+
+def test_samples_of_a_problem_differ_and_each_is_reproducible_in_any_order(tiny_qwen3, small_catalog, query):
+    """With a seed and temperature > 0, sample k of a problem is seeded by (seed, problem, k): pass@k's
+    samples are not copies of each other, and each is the same whichever order the runner takes them in."""
+    agent = make_hf_agent(tiny_qwen3, device="cpu", max_new_tokens=8, max_turns=1, temperature=1.0, seed=7)
+
+    def sample(k: int) -> str:
+        agent.begin_episode("p1", k)
+        run = agent.run(Episode(small_catalog, query, problem_id="p1"), VIEW)
+        return json.dumps(run.model_outputs)
+
+    forward = [sample(0), sample(1), sample(2)]
+    backward = [sample(2), sample(1), sample(0)][::-1]
+    assert forward == backward
+    assert len(set(forward)) == 3

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shoparena.agents.base import AgentRun, ProblemView, make_agent
+from shoparena.agents.base import AgentRun, ProblemView, episode_seed, make_agent
 from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT, ChatLoop, Completion
 from shoparena.agents.openai_agent import ChatCompletionsClient, make_openai_agent, retry_after_seconds
 from shoparena.harness import Episode
@@ -361,3 +361,26 @@ def test_any_model_text_is_recorded_never_raised(small_catalog, outputs):
         run = ChatLoop(complete, protocol, max_turns=len(outputs)).run(episode, AgentRun())
         assert run.error is None and 1 <= len(run.model_outputs) <= len(outputs)
         assert episode.steps_used == len(run.model_outputs) == run.usage.model_calls
+
+
+def test_each_sample_of_a_problem_asks_for_a_seed_of_its_own(small_catalog, query):
+    """pass@k needs k different samples: one seed for every request would make them copies."""
+    end = completion(None, [tool_call("call_end", "terminate", {"status": "failure"})], prompt_tokens=10)
+    with ScriptedChatServer([Reply(end)] * 4) as server:
+        agent, _sleeps = agent_for(server, temperature=0.7, seed=5)
+        for problem_id, sample in (("p1", 0), ("p1", 1), ("p2", 0), ("p1", 1)):
+            agent.begin_episode(problem_id, sample)
+            agent.run(new_episode(small_catalog, query), VIEW)
+        seeds = [request.body["seed"] for request in server.requests]
+    assert seeds == [episode_seed(5, "p1", 0), episode_seed(5, "p1", 1), episode_seed(5, "p2", 0),
+                     episode_seed(5, "p1", 1)]  # fmt: skip
+    assert len(set(seeds[:3])) == 3
+
+
+@given(st.integers(0, 2**63), st.text(max_size=40), st.integers(0, 10_000))
+def test_episode_seeds_are_stable_32_bit_and_differ_by_sample(seed, problem_id, sample):
+    value = episode_seed(seed, problem_id, sample)
+    assert value == episode_seed(seed, problem_id, sample) and 0 <= value < 2**32
+    assert value != episode_seed(seed, problem_id, sample + 1) or value != episode_seed(
+        seed, problem_id, sample + 2
+    )

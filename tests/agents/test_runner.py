@@ -65,8 +65,13 @@ class ScriptedDoubleAgent(Agent):
         self.block_signals = block_signals
         self.crash_on = set(crash_on or [])
         self.seen: dict[str, int] = {}
+        self.next_episode: tuple[str, int] | None = None
+
+    def begin_episode(self, problem_id: str, sample: int) -> None:
+        self.next_episode = (problem_id, sample)
 
     def run(self, episode: Episode, view: ProblemView) -> AgentRun:
+        told, self.next_episode = self.next_episode, None
         pid = view.problem_id
         count = self.seen.get(pid, 0)
         self.seen[pid] = count + 1
@@ -90,7 +95,7 @@ class ScriptedDoubleAgent(Agent):
             )
         episode.call("recommend_product", {"product_ids": ",".join(ids)}, origin="code")
         episode.call("terminate", {"status": "success"}, origin="code")
-        return AgentRun(usage=usage)
+        return AgentRun(usage=usage, notes=[f"begin_episode{told}"])
 
 
 def make_double(target: str, **options) -> ScriptedDoubleAgent:
@@ -551,3 +556,17 @@ def test_ray_executor_runs_the_same_episodes(small_catalog_dir, run_suite, tmp_p
         )
         runs[executor] = {r.key: _strip_volatile(r) for r in _records(tmp_path / executor)}
     assert runs["inline"] == runs["ray"] and len(runs["ray"]) == 4
+
+
+@pytest.mark.parametrize("executor", ["inline", "process"])
+def test_the_runner_tells_the_agent_which_problem_and_sample_comes_next(
+    small_catalog_dir, run_suite, tmp_path, executor
+):
+    """What seeded agents key their sampling on (`Agent.begin_episode`, `episode_seed`)."""
+    path, _problems, _gold = run_suite
+    run_eval(eval_config(small_catalog_dir, path, "double:seeded", tmp_path / "run", samples=2, limit=3,
+                         executor=executor, workers=2))  # fmt: skip
+    records = _records(tmp_path / "run")
+    assert len(records) == 6
+    for record in records:
+        assert f"begin_episode('{record.problem.problem_id}', {record.sample})" in record.outcome.notes
