@@ -338,6 +338,7 @@ def evaluate_checkpoints(
         similarity=settings.similarity,
         workers=settings.workers,
         protocol="qwen3",
+        seed=config.seed,
     )
     runs = []
     for name, model in models:

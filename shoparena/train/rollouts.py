@@ -58,6 +58,9 @@ class Sampling:
     """openai: the endpoint (a vLLM server of the checkpoint, or a teacher's API)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Any other agent option (KEY: VALUE), as `shoparena eval --option`."""
+    seed: int | None = None
+    """Model agents: each (problem, sample) draws with its own seed derived from this one
+    (`agents.base.episode_seed`), so a rerun samples the same episodes. None: unseeded."""
 
 
 class RolloutResult(BaseModel):
@@ -90,6 +93,8 @@ def eval_config(
             options[TOKEN_OPTION[kind]] = sampling.max_new_tokens
         if kind == "openai":
             base_url = sampling.base_url
+        if sampling.seed is not None:
+            options["seed"] = sampling.seed
     options.update(sampling.options)
     return EvalConfig(
         catalog=catalog,

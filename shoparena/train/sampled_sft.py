@@ -90,6 +90,7 @@ class SampledSFTConfig(StageConfig):
             timeout=self.timeout,
             base_url=self.base_url,
             options=dict(self.options),
+            seed=self.seed,
         )
 
     def sft_config(self) -> Any:

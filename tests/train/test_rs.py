@@ -78,6 +78,7 @@ def test_rs_samples_the_tiny_model_and_skips_when_nothing_passes(w, tiny_model_d
     assert run["agent_options"] == {
         "max_new_tokens": "<redacted>",
         "max_turns": 1,
+        "seed": 0,  # the stage's seed: every (problem, sample) draws with its own seed derived from it
         "temperature": 0.9,
         "top_p": 0.95,
     }

@@ -27,6 +27,12 @@ def test_sampling_options_reach_model_agents_only(w, tmp_path):
     assert served.agent_options()["base_url"] == "http://x/v1"
     reference = eval_config("reference:agentic", w.catalog, w.fresh, tmp_path / "c", sampling)
     assert reference.agent_options() == {}
+    seeded = Sampling(seed=3)
+    assert eval_config("hf:/ckpt", w.catalog, w.fresh, tmp_path / "d", seeded).agent_options()["seed"] == 3
+    assert (
+        "seed"
+        not in eval_config("reference:agentic", w.catalog, w.fresh, tmp_path / "e", seeded).agent_options()
+    )
 
 
 def test_collect_guards_samples_keeps_strict_passes_as_corpus_rows(w, tmp_path):
