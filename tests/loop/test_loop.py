@@ -159,6 +159,17 @@ def test_the_demo_config_file_is_the_embedded_default():
     )
 
 
+def test_the_gpu_config_file_resolves_to_the_papers_pipeline_scored_like_a_real_arena(tmp_path):
+    from shoparena.loop.runner import pipeline_config
+
+    config = LoopConfig.from_file(Path(__file__).resolve().parents[2] / "configs" / "loop" / "gpu.yaml")
+    pipeline = pipeline_config(config, LoopLayout(out=tmp_path))
+    assert [stage.stage for stage in pipeline.stages] == ["sft", "rs", "teacher", "kto", "grpo"]
+    assert config.serve.backend == "vllm" and str(pipeline.model) == "/models/Qwen3-4B"
+    # the season's races and the held-out Table 1 score titles the same way: the sentence embedder
+    assert config.season.similarity == pipeline.evaluate.similarity == "minilm"
+
+
 def test_a_loop_interrupted_inside_a_stage_resumes_at_that_stage(looped, monkeypatch):
     import shoparena.loop.runner as runner
 
