@@ -9,6 +9,10 @@ records the lapse and puts the submission back in the queue, so a validator kill
 nothing but its time. After `jobs.max_lapses` lapses without a result the submission is `failed`
 (code that kills or hangs every validator must not hold the queue forever).
 
+Once the arena has a race bank, jobs are qualifying runs; a submission scored on the arena's bank before
+that is queued again for its qualifying run by the next claim (`_queue_backlog`), if it is still its
+hotkey's newest admitted one, and qualifies on the competition's first rotation (`qualifying_period`).
+
 Every write of this layer runs under one lock — SQLite's write lock (and `db.writing`'s process lock),
 a transaction-scoped advisory lock on PostgreSQL — so two validators never both get the last place on
 a job, and a lapse and a result for the same lease never both happen.
@@ -310,16 +314,55 @@ class JobBoard:
             race_id=race_id,
         )
 
-    def qualifying_spec(self, submission_id: str, submitted_at: datetime, fingerprint: str) -> JobSpec:
-        """A new submission's qualifying job: problems of the open partition of the rotation in force
-        when it was submitted (drawn from its id, so every validator and every retry gets the same)."""
-        from shoparena.arena.competition.pools import period_of, qualifying_problems, rotation_at
+    def competition_start(self, now: datetime) -> int:
+        """The competition's first rotation period: the lowest period frozen in `ARENA/rotations/`, else
+        (no draw was ever made) the period in force `now`, which the first qualifying or race draw
+        freezes. The arena never freezes a period below it later — qualifying draws use this period or a
+        later one, races the period of their own `now` — so once frozen it does not change."""
+        from shoparena.arena.competition.pools import frozen_periods, period_of
 
-        period = period_of(self.config, submitted_at)[0]
+        periods = frozen_periods(Path(self.arena.dir))
+        return periods[0] if periods else period_of(self.config, now)[0]
+
+    def qualifying_period(self, submitted_at: datetime, start: int) -> int:
+        """The rotation period a submission qualifies on: the one in force when it was submitted, or the
+        competition's first period (`start`, see `competition_start`) when it was submitted before that.
+
+        A submission from before the competition (the arena had no race bank yet: it was evaluated on
+        the arena's own bank, or it waited in the queue) is treated as if it had been submitted when the
+        competition started, so it qualifies on what a submission made then qualifies on. Not on the
+        period of its submission time:
+        - that period had no rotation; making one now would freeze, after the fact, a partition of
+          today's bank for a period that never had a bank, possibly many periods back;
+        - the miner chose its submission time, so it would choose a partition nobody submitting under
+          the competition can get (submitting before the bank must buy nothing).
+        Not on the period in force when a validator first claims it either: claims happen at any time,
+        and a retry or a second validator in a later period would get another job. `start` is durable
+        and public (a frozen manifest: first writer wins, never rewritten), so the period, hence the
+        job id, is the same for every validator and every retry, whenever they claim.
+
+        A submission made under the competition keeps its own period, except when nothing was drawn
+        (no claim, no race) in the period the race bank arrived in: the bank's file holds no time, so
+        the first frozen period stands for its arrival, and such a submission qualifies on that one."""
+        from shoparena.arena.competition.pools import period_of
+
+        return max(period_of(self.config, submitted_at)[0], start)
+
+    def qualifying_spec(
+        self, submission_id: str, submitted_at: datetime, fingerprint: str, start: int | None = None
+    ) -> JobSpec:
+        """A submission's qualifying job: problems of the open partition of the rotation of its
+        `qualifying_period` (`start`: the competition's first period, `competition_start` when None),
+        drawn from its id, so every validator and every retry gets the same."""
+        from shoparena.arena.competition.pools import period_starts_at, qualifying_problems, rotation_at
+
+        if start is None:
+            start = self.competition_start(self.now())
+        period = self.qualifying_period(submitted_at, start)
         with self._cache_lock:
             manifest = self._rotations.get(period)
         if manifest is None:
-            manifest = rotation_at(Path(self.arena.dir), self.config, submitted_at)
+            manifest = rotation_at(Path(self.arena.dir), self.config, period_starts_at(self.config, period))
             with self._cache_lock:
                 self._rotations[period] = manifest  # frozen once written: safe to keep
         problem_ids = qualifying_problems(
@@ -498,18 +541,48 @@ class JobBoard:
 
     # -- claiming ----------------------------------------------------------------------------------
 
-    def _candidates(self, connection: Connection):
-        """Admitted submissions that may still need an evaluation, oldest first."""
+    def _candidates(self, connection: Connection, competition: bool):
+        """Admitted submissions that may still need an evaluation, in the order they entered the queue.
+
+        Without a race bank an evaluation is a bank job; with one it is a qualifying job, and only
+        qualifying results count (a submission from before the competition has bank results only). With
+        several validators per submission a `running` or `scored` one is still a candidate while its
+        results are short — under the competition only once it has a qualifying job: a bank job's
+        status is not a qualifying run's (`_queue_backlog` queues those that get one).
+
+        The order is the order of entering the queue: the newest `queued` event that names no job — the
+        submission's first, or the one `_queue_backlog` appends when the competition starts for it (a
+        lease ending requeues under its job's id and keeps the place). So a submission evaluated before
+        the race bank existed waits behind whatever was queued when the competition reached it, rather
+        than jumping the queue by its old id."""
         wanted = self.policy.validators_per_submission
-        statuses = ("queued",) if wanted == 1 else ("queued", "running", "scored")
         latest = latest_events()
+        counted = (
+            JOBS.c.kind == "qualifying" if competition else or_(JOBS.c.kind.is_(None), JOBS.c.kind != "race")
+        )
         results = (
             select(RESULTS.c.submission_id, func.count().label("n"))
             .join(JOBS, JOBS.c.job_id == RESULTS.c.job_id)
-            .where(or_(JOBS.c.kind.is_(None), JOBS.c.kind != "race"))
+            .where(counted)
             .group_by(RESULTS.c.submission_id)
             .subquery()
         )
+        entered = (
+            select(EVENTS.c.submission_id, func.max(EVENTS.c.id).label("event_id"))
+            .where(EVENTS.c.status == "queued", EVENTS.c.job_id.is_(None))
+            .group_by(EVENTS.c.submission_id)
+            .subquery()
+        )
+        if wanted == 1:
+            waiting = EVENTS.c.status == "queued"
+        elif competition:
+            qualifying = select(JOBS.c.submission_id).where(JOBS.c.kind == "qualifying")
+            waiting = or_(
+                EVENTS.c.status == "queued",
+                EVENTS.c.status.in_(("running", "scored")) & SUBMISSIONS.c.submission_id.in_(qualifying),
+            )
+        else:
+            waiting = EVENTS.c.status.in_(("queued", "running", "scored"))
         query = (
             select(
                 SUBMISSIONS.c.submission_id,
@@ -521,16 +594,65 @@ class JobBoard:
             )
             .join(latest, latest.c.submission_id == SUBMISSIONS.c.submission_id)
             .join(EVENTS, EVENTS.c.id == latest.c.event_id)
+            .join(entered, entered.c.submission_id == SUBMISSIONS.c.submission_id)
             .outerjoin(results, results.c.submission_id == SUBMISSIONS.c.submission_id)
             .where(
                 SUBMISSIONS.c.admitted.is_(True),
-                EVENTS.c.status.in_(statuses),
+                waiting,
                 func.coalesce(results.c.n, 0) < wanted,
             )
-            .order_by(SUBMISSIONS.c.id)
+            .order_by(entered.c.event_id, SUBMISSIONS.c.id)
             .limit(CANDIDATES_PER_CLAIM)
         )
         return connection.execute(query).all()
+
+    def _queue_backlog(self, connection: Connection, now: datetime) -> int:
+        """Queue for its qualifying run every submission the competition has not reached yet; how many.
+
+        A submission admitted before the arena had a race bank was given a bank job, and once that is
+        scored nothing else would ever evaluate it: it could never qualify, nor race, until its miner
+        resubmitted (and waited out a cooldown). So, while the competition is on, every claim first
+        appends `queued` (a new event; nothing is updated) to each admitted submission that
+        - is `scored` and has no qualifying job — evaluated on the arena's bank only (a race job needs
+          a qualifying run first), and
+        - is its hotkey's newest admitted submission: one the hotkey replaced since is not qualified (a
+          second qualified file would be a second chance at the race; a rejected file replaces nothing,
+          as for `RaceEngine.qualifiers`).
+        A `failed` submission stays failed (its code hung or killed every validator that ran it); a
+        rejected one is never evaluated; a `queued` or `running` one is still in the queue, and its
+        claim gives it a qualifying job on the same terms. The queued event names no job, so the
+        submission enters the queue now, behind what was already waiting (`_candidates`), and it is
+        appended once: from then on the submission has a qualifying job or is no longer `scored`."""
+        latest = latest_events()
+        newest = (
+            select(func.max(SUBMISSIONS.c.id))
+            .where(SUBMISSIONS.c.admitted.is_(True))
+            .group_by(SUBMISSIONS.c.miner_hotkey)
+        )
+        qualifying = select(JOBS.c.submission_id).where(JOBS.c.kind == "qualifying")
+        stranded = connection.execute(
+            select(SUBMISSIONS.c.submission_id)
+            .join(latest, latest.c.submission_id == SUBMISSIONS.c.submission_id)
+            .join(EVENTS, EVENTS.c.id == latest.c.event_id)
+            .where(
+                SUBMISSIONS.c.id.in_(newest),
+                EVENTS.c.status == "scored",
+                SUBMISSIONS.c.submission_id.not_in(qualifying),
+            )
+            .order_by(SUBMISSIONS.c.id)
+        ).scalars()
+        queued = 0
+        for submission_id in stranded:
+            event = SubmissionEvent(
+                status="queued",
+                actor="arena",
+                detail="the competition is on (the arena has a race bank): queued for the qualifying run "
+                "this submission, evaluated on the arena's bank before, never had",
+                at=now,
+            )
+            self.ledger.event_within(connection, submission_id, event)
+            queued += 1
+        return queued
 
     def _has_room(
         self, connection: Connection, job_id: str, hotkey: str, now: datetime, cap: int | None = -1
@@ -549,18 +671,26 @@ class JobBoard:
         }
         return hotkey not in posted | holders and (cap is None or len(posted) + len(holders) < cap)
 
-    def _pick(self, connection: Connection, hotkey: str, now: datetime, bank: Bank, fingerprint: str):
+    def _pick(
+        self,
+        connection: Connection,
+        hotkey: str,
+        now: datetime,
+        bank: Bank,
+        fingerprint: str,
+        competition: bool,
+    ):
         """(submission row, JobSpec) of the job this validator should take next, or None.
 
         Running races come first (they have a deadline, and every validator evaluates every racer);
-        then the oldest admitted submission that still needs its qualifying (or whole-bank) run."""
+        then the submission queued longest that still needs its qualifying (or whole-bank) run."""
         for job in self._open_race_jobs(connection):
             if self._has_room(connection, job.job_id, hotkey, now, cap=None):
                 return job, self.job_problems(job)
-        competition = self.competition_on()
-        for candidate in self._candidates(connection):
+        start = self.competition_start(now) if competition else None
+        for candidate in self._candidates(connection, competition):
             if competition:
-                spec = self.qualifying_spec(candidate.submission_id, candidate.created_at, fingerprint)
+                spec = self.qualifying_spec(candidate.submission_id, candidate.created_at, fingerprint, start)
             else:
                 spec = self.bank_spec(candidate.submission_id, bank, fingerprint)
             if self._has_room(connection, spec.job_id, hotkey, now):
@@ -576,7 +706,10 @@ class JobBoard:
         with writing(self.engine) as connection:
             self._lock(connection)
             self._sweep(connection, now)
-            chosen = self._pick(connection, hotkey, now, bank, fingerprint)
+            competition = self.competition_on()
+            if competition:
+                self._queue_backlog(connection, now)
+            chosen = self._pick(connection, hotkey, now, bank, fingerprint, competition)
             if chosen is None:
                 return None
             submission, spec = chosen

@@ -2,7 +2,8 @@
 
 A submission row is written once, when the file arrives (admitted or rejected, with its violations and
 the cooldown it starts). Everything that happens to it later is a new row: a status event (queued →
-running → scored | failed; a lapsed lease back to queued), or a validator's result with one row per
+running → scored | failed; a lapsed lease back to queued; scored on the arena's bank back to queued
+once the competition starts, for its qualifying run), or a validator's result with one row per
 problem. The status is the newest event, so nothing is ever updated in place.
 
 The job layer builds on `SubmissionLedger`: `by_status("queued")` to find work, `add_event` for

@@ -63,10 +63,12 @@ __all__ = [
     "cluster_bucket",
     "cluster_order",
     "draw_race_problems",
+    "frozen_periods",
     "heldout_count",
     "manifest_path",
     "manifest_sha256",
     "period_of",
+    "period_starts_at",
     "plan_rotation",
     "qualifying_problems",
     "read_bank",
@@ -105,8 +107,24 @@ def period_of(config: ArenaConfig, at: datetime) -> tuple[int, datetime, datetim
     return period, starts_at, starts_at + cadence
 
 
+def period_starts_at(config: ArenaConfig, period: int) -> datetime:
+    """When rotation period `period` begins (`period_of`'s inverse)."""
+    return config.created_at + period * timedelta(seconds=config.competition.rotation_cadence_s)
+
+
 def manifest_path(arena_dir: Path, period: int) -> Path:
     return Path(arena_dir) / ROTATIONS_DIR / f"period-{period:04d}.json"
+
+
+def frozen_periods(arena_dir: Path) -> list[int]:
+    """The periods whose rotation is frozen in `ARENA/rotations/`, ascending (nothing is read or checked
+    but the file names; `read_manifest` checks a manifest when it is used)."""
+    periods = []
+    for path in (Path(arena_dir) / ROTATIONS_DIR).glob("period-*.json"):
+        digits = path.stem.removeprefix("period-")
+        if digits.isdigit():
+            periods.append(int(digits))
+    return sorted(periods)
 
 
 # -- the partition -----------------------------------------------------------------------------------------
