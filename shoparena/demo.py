@@ -1,15 +1,15 @@
 """`make demo`: the closed loop on its embedded defaults (`shoparena loop --out demo-out/loop`).
 
-A six-miner, two-validator, two-day arena season on a simulated clock → its judged firehose → a
-corpus → every post-training stage for a couple of steps on a tiny random Qwen3 → the distilled
-checkpoint served and raced against the season's agents → `demo-out/loop/report.html`. About four
-minutes on a 2-core machine; re-running resumes (delete demo-out/ to start over). The small parts —
-a 3,000-product catalogue, 2 problems per race, 3 per qualifying run, a ~271k-parameter model trained
-for 2 steps per stage — are what make it fit: the numbers show the plumbing end to end, not learning.
+An eight-miner, two-validator (one dishonest), three-day arena season on a simulated clock → its
+judged firehose → a corpus → every post-training stage for a couple of steps on a tiny random Qwen3 →
+the distilled checkpoint served and raced against the season's agents → `demo-out/loop/report.html`.
+About two minutes on a 2-core machine after the install; re-running resumes (delete demo-out/ to start
+over; SHOPARENA_DEMO_DIR moves it). The small parts — a 3,000-product catalogue, 3 problems per race
+and per qualifying run, 4 held-out problems, a ~271k-parameter model trained for 2 steps per stage —
+are what make it fit: the numbers show the plumbing end to end, not learning.
 
 `python -m shoparena.tour` is the older per-component tour (catalogue, search, harness, scoring,
-reference agents, store, corpus).
-"""
+reference agents, store, corpus)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ DEMO_DIR = Path(os.environ.get("SHOPARENA_DEMO_DIR", "demo-out"))
 
 
 def main() -> int:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        return 0
     from shoparena.loop.config import LoopConfig
     from shoparena.loop.runner import LoopError, run_loop
 

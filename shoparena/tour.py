@@ -18,6 +18,7 @@ minute — what `make demo` showed before the closed loop (`shoparena.demo`) too
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -238,6 +239,9 @@ def build_demo_corpus(catalog_dir: Path, problems_path: Path, export: Path) -> N
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+        return
     console.print(Rule("shoparena tour · 1 · catalogue and search"))
     catalog_dir = build_or_reuse_catalog()
     show_searches(catalog_dir)
