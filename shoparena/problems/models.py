@@ -64,6 +64,8 @@ class RewardSpec(BaseModel):
             low, high = bounds
             if mode == "between" and (low is None or high is None):
                 raise ValueError("price 'between' needs both bounds")
+            if mode == "between" and low > high:
+                raise ValueError(f"price 'between' bounds are reversed: [{low}, {high}] (low first)")
             if mode == "greater than" and low is None:
                 raise ValueError("price 'greater than' needs a lower bound")
             if mode == "less than" and high is None:

@@ -144,6 +144,15 @@ def test_bad_records_are_located_and_do_not_stop_the_load():
     assert str(by_line["bad.jsonl:3"][0]).startswith("bad.jsonl:3: query: ")
 
 
+def test_a_reversed_price_range_is_refused_by_name():
+    reversed_range = {**SPEC, "price": [{"between": [500, 100]}]}
+    result = parse_problems(orjson.dumps({"query": "p", "reward": reversed_range}) + b"\n", "r.jsonl")
+    (error,) = result.rejects
+    assert error.location == "r.jsonl:1" and "reversed: [500, 100]" in error.reason
+    fine = {**SPEC, "price": [{"between": [100, 100]}]}
+    assert len(parse_problems(orjson.dumps({"query": "p", "reward": fine}) + b"\n", "r.jsonl").problems) == 1
+
+
 def test_json_list_errors_name_the_index():
     records = [GOOD, {"query": "", "reward": SPEC}, {"query": "v", "reward": [SPEC], "category": "Voucher"}]
     result = parse_problems(orjson.dumps(records), "suite.json")
