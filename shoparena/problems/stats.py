@@ -48,7 +48,7 @@ def problem_stats(problems: list[Problem]) -> ProblemStats:
             constraints["title"] += 1
             if spec.sku_options:
                 constraints["sku_options"] += 1
-            constraints["attribute"] += len(spec.attributes or [])
+            constraints["attribute"] += bool(spec.attributes)  # items that ask one or more
             for flag in spec.service or []:
                 constraints[f"service:{flag}"] += 1
             for entry in spec.price or []:

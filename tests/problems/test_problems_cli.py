@@ -98,6 +98,9 @@ def test_stats_table_and_json(upstream_dir):
     assert data["n_problems"] == 30 and data["buckets"] == {"product": 10, "shop": 10, "voucher": 10}
     assert data["difficulty"] == {"easy": 21, "medium": 9}
     assert data["constraints"]["title"] == sum(int(k) * v for k, v in data["items_per_problem"].items())
+    # every row counts gold items, so no share is above 100% (an item asking 3 attributes counts once)
+    assert all(n <= data["constraints"]["title"] for n in data["constraints"].values())
+    assert "%" in table.stdout and not any(f"{n}%" in table.stdout for n in range(101, 1000))
 
 
 def test_help_has_examples():
