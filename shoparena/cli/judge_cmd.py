@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import orjson
 import typer
 from rich.table import Table
 
@@ -43,8 +44,21 @@ def register(app: typer.Typer) -> None:
         timeout_s: Annotated[float, typer.Option(help="Per-request timeout of the LLM judge.")] = 60.0,
         max_retries: Annotated[int, typer.Option(help="Retries per model for transport errors.")] = 2,
         json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+        rejects: Annotated[
+            Path | None, typer.Option("--rejects", help="Write skipped lines here (JSONL: line, reason).")
+        ] = None,
     ) -> None:
-        """Add a reasoning-judge verdict to each trajectory; print the gate distribution, q and coeff."""
+        """Add a reasoning-judge verdict to each trajectory; print the gate distribution, q and coeff.
+
+        Lines that are not trajectory records are skipped and named (`--rejects FILE` keeps them with
+        their reason); every record is written to --out, judged or not. Exit status 1 when a line was
+        skipped or judging failed, 0 otherwise.
+
+        Examples:
+
+          shoparena judge -i runs/agentic/trajectories.jsonl -o judged.jsonl
+          shoparena judge -i t.jsonl -o judged.jsonl --judge openai:gpt-4.1 --fallback gpt-4.1-mini
+        """
         if not input.is_file():
             raise fail(f"{input}: no such trajectories file")
         options: dict = {}
@@ -84,8 +98,18 @@ def register(app: typer.Typer) -> None:
             console.print(f"wrote {report.records} record(s) to {out}")
         for reject in report.rejects:
             err_console.print(f"[yellow]skipped line {reject.line}:[/] {reject.error}", soft_wrap=True)
+        if rejects is not None:
+            rejects.write_bytes(
+                b"".join(
+                    orjson.dumps({"file": str(input), "line": r.line, "reason": r.error}) + b"\n"
+                    for r in report.rejects
+                )
+            )
         for failure in report.failures[:20]:
             err_console.print(f"[yellow]unjudged:[/] {failure}", soft_wrap=True)
         if report.failed:
             reason = "the judge's circuit breaker opened" if report.stopped_early else "over half unjudged"
             raise fail(f"judging failed: {reason} ({report.judge_failures} of {report.records} unjudged)", 1)
+        if report.rejects:
+            kept = f"; kept in {rejects}" if rejects is not None else "; --rejects FILE keeps them"
+            raise fail(f"{len(report.rejects)} line(s) of {input} were not trajectory records{kept}", 1)

@@ -43,13 +43,29 @@ def read_out(path: Path) -> list[TrajectoryRecord]:
 
 def test_offline_cli_judges_each_record_and_reports(trajectories, tmp_path):
     out = tmp_path / "judged.jsonl"
+    rejects = tmp_path / "rejects.jsonl"
     result = CliRunner().invoke(
-        app, ["judge", "--input", str(trajectories), "--judge", "offline", "--out", str(out)]
+        app,
+        [
+            "judge",
+            "--input",
+            str(trajectories),
+            "--judge",
+            "offline",
+            "--out",
+            str(out),
+            "--rejects",
+            str(rejects),
+        ],
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # every record judged and written; two lines were not records
     records = read_out(out)
     assert [r.judge.quality for r in records] == QUALITIES
     assert "skipped line 3" in result.output and "skipped line 4" in result.output
+    assert f"2 line(s) of {trajectories} were not trajectory records; kept in {rejects}" in result.output
+    kept = [orjson.loads(line) for line in rejects.read_bytes().splitlines()]
+    assert [(r["line"], r["file"]) for r in kept] == [(3, str(trajectories)), (4, str(trajectories))]
+    assert all(r["reason"] for r in kept)
     assert "q = 0.500" in result.output and "coeff = 0.737" in result.output
     assert "final = success rate × coeff = 0.442" in result.output  # 3/5 succeeded
 
@@ -57,7 +73,7 @@ def test_offline_cli_judges_each_record_and_reports(trajectories, tmp_path):
 def test_json_report(trajectories, tmp_path):
     out = tmp_path / "judged.jsonl"
     result = CliRunner().invoke(app, ["judge", "-i", str(trajectories), "-o", str(out), "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # lines 3 and 4 are not records
     report = json.loads(result.stdout[: result.stdout.rindex("}") + 1])
     assert report["summary"]["gate_distribution"] == {
         "reasoned": 1,
@@ -80,7 +96,7 @@ def test_llm_cli_with_fallback_and_breaker(trajectories, tmp_path):
         args = ["judge", "-i", str(trajectories), "-o", str(out), "--judge", "openai:primary"]
         result = CliRunner().invoke(app, [*args, "--base-url", srv.base_url, "--fallback", "backup"])
         assert srv.models_called().count("primary") == 1
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1 and "were not trajectory records" in result.output, result.output
     qualities = [r.judge.quality for r in read_out(out)]
     assert qualities == [0.1, 0.3, 0.3, 0.3, 0.3]  # verification: claimed 0.3, but record 1 is code-only
     assert {r.judge.judge_model for r in read_out(out)} == {"backup"}
