@@ -37,6 +37,11 @@ With no --config the embedded defaults run: the demo (8 miners, 2 validators, 3 
 steps on the tiny model; about 2 minutes on 2 cores). A config names only what it changes; see
 configs/loop/demo.yaml and configs/loop/gpu.yaml. Re-running with the same --out resumes at the
 first stage that did not finish.
+
+Examples:
+
+  shoparena loop --out demo-out/loop                                   # the demo (what make demo runs)
+  shoparena loop --config configs/loop/gpu.yaml --out runs/loop        # a real checkpoint, vLLM, 5 days
 """
 
 
