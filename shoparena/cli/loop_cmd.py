@@ -40,8 +40,9 @@ first stage that did not finish.
 
 Examples:
 
-  shoparena loop --out demo-out/loop                                   # the demo (what make demo runs)
-  shoparena loop --config configs/loop/gpu.yaml --out runs/loop        # a real checkpoint, vLLM, 5 days
+  shoparena loop --out demo-out/loop
+
+  shoparena loop --config configs/loop/gpu.yaml --out runs/loop
 """
 
 
