@@ -122,7 +122,7 @@ def show_cmd(
     arena_dir: DirOption,
     at: Annotated[
         datetime | None,
-        typer.Option("--at", help="Show the rotation at this time (ISO; UTC when no zone) [default: now]."),
+        typer.Option("--at", help="Show the rotation at this time (ISO; UTC when no zone) \\[default: now]."),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:

@@ -38,14 +38,16 @@ def _open(arena_dir: Path, **options):
 
 @arena_app.command("init")
 def init_cmd(
-    arena_dir: DirOption,
+    arena_dir: Annotated[
+        Path, typer.Option("--dir", help="The arena directory to make (created if missing).")
+    ],
     catalog: Annotated[Path, typer.Option("--catalog", help="A built catalogue directory.")],
     problems: Annotated[Path, typer.Option("--problems", help="The problem bank (any problem file format).")],
     store: Annotated[
         str | None,
         typer.Option(
             "--store",
-            help="Database for the arena's state and the trajectory store [default: arena.db in --dir]; postgresql://… for PostgreSQL.",
+            help="Database for the arena's state and the trajectory store \\[default: arena.db in --dir]; postgresql://… for PostgreSQL.",
             show_default=False,
         ),
     ] = None,
@@ -53,7 +55,7 @@ def init_cmd(
         str | None,
         typer.Option(
             "--code-store",
-            help="Where code goes [default: code/ in --dir]; s3://BUCKET/PREFIX[?endpoint=URL].",
+            help="Where code goes \\[default: code/ in --dir]; s3://BUCKET/PREFIX[?endpoint=URL].",
             show_default=False,
         ),
     ] = None,

@@ -12,10 +12,13 @@ from shoparena.catalog.loader import CatalogFormatError, CatalogReadError
 from shoparena.catalog.models import ProductInformation
 from shoparena.cli.common import console, err_console, fail, print_json, progress_bar
 from shoparena.index.catalog_dir import (
+    BACKENDS,
+    DEFAULT_ES_INDEX,
     REJECTS_FILE,
     CatalogDirError,
     build_from_file,
     build_synthetic,
+    check_build_target,
     open_catalog,
     read_meta,
 )
@@ -57,6 +60,7 @@ def build(
     if products is not None and products < 1:
         raise fail("--products must be at least 1")
     try:
+        check_build_target(out, overwrite=force)  # before the progress bar, not after an empty one
         if products is not None:
             with progress_bar(f"generating + indexing {products:,} products", products) as advance:
                 meta = build_synthetic(
@@ -106,7 +110,12 @@ def stats(
     catalog: Annotated[Path, typer.Argument(help="A catalogue directory built by `catalog build`.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
 ) -> None:
-    """Size, provenance and shape of a built catalogue (categories, prices, services)."""
+    """Size, provenance and shape of a built catalogue (categories, prices, services).
+
+    Examples:
+      shoparena catalog stats cat/
+      shoparena catalog stats cat/ --json
+    """
     from shoparena.index.stats import catalog_stats
 
     try:
@@ -128,6 +137,8 @@ def stats(
         "index_bytes",
         "store_bytes",
     ):
+        if data[key] is None:  # generator and seed: a generated catalogue's only
+            continue
         table.add_row(key, f"{data[key]:,}" if isinstance(data[key], int) else str(data[key]))
     table.add_row("price p10 / p50 / p90", " / ".join(f"{p:,.2f}" for p in data["price_percentiles"]))
     table.add_row("services", ", ".join(f"{k} {v:.0%}" for k, v in data["service_share"].items()))
@@ -139,29 +150,74 @@ def stats(
 def push_es(
     catalog: Annotated[Path, typer.Argument(help="A catalogue directory built by `catalog build`.")],
     url: Annotated[str, typer.Option(envvar="SHOPARENA_ES_URL", help="Elasticsearch/OpenSearch URL.")],
-    index: Annotated[str, typer.Option(help="Index name (replaced if it exists).")] = "shoparena-products",
+    index: Annotated[str, typer.Option(help="Index name (replaced if it exists).")] = DEFAULT_ES_INDEX,
 ) -> None:
-    """Load a built catalogue into Elasticsearch/OpenSearch; then use `--backend elasticsearch` to search it."""
-    from shoparena.index.elastic_backend import push_catalog
+    """Load a built catalogue into Elasticsearch/OpenSearch; then search it with `--backend elasticsearch`.
+
+    The server and index are remembered in DIR/es.json, so `search` and `product` find them.
+
+    Examples:
+      shoparena catalog push-es cat/ --url http://127.0.0.1:9200
+      shoparena search cat/ "wireless earbuds" --backend elasticsearch
+    """
+    from shoparena.index.elastic_backend import ElasticBackendError, connect, push_catalog
 
     try:
         meta = read_meta(catalog)
     except CatalogDirError as exc:
         raise fail(str(exc)) from None
-    with progress_bar(f"pushing {meta.n_products:,} products to {url}/{index}", meta.n_products) as advance:
-        count = push_catalog(catalog, url, index, progress=advance)
+    try:
+        es = connect(url)  # before the progress bar: a wrong URL is one line, not an empty bar
+    except ElasticBackendError as exc:
+        raise fail(str(exc)) from None
+    try:
+        with progress_bar(
+            f"pushing {meta.n_products:,} products to {url}/{index}", meta.n_products
+        ) as advance:
+            count = push_catalog(catalog, url, index, client=es, progress=advance)
+    except ElasticBackendError as exc:
+        raise fail(f"{exc}; index {index!r} is incomplete, push again") from None
+    finally:
+        es.close()
     console.print(f"[green]pushed[/] {count:,} products to {url} index {index!r}")
 
 
 BackendOption = Annotated[
-    str, typer.Option("--backend", help="Search engine: tantivy (embedded) or elasticsearch (after push-es).")
+    str,
+    typer.Option(
+        "--backend", help="Search engine: tantivy (embedded) or elasticsearch (after `catalog push-es`)."
+    ),
+]
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help="With --backend elasticsearch: the server \\[default: the one push-es recorded in DIR/es.json].",
+        show_default=False,
+    ),
+]
+IndexOption = Annotated[
+    str | None,
+    typer.Option(
+        "--index",
+        help="With --backend elasticsearch: the index \\[default: the one push-es recorded, else "
+        f"{DEFAULT_ES_INDEX}].",
+        show_default=False,
+    ),
 ]
 
 
-def _open(catalog: Path, backend: str = "tantivy"):
+def _open(catalog: Path, backend: str = "tantivy", url: str | None = None, index: str | None = None):
+    """The catalogue through the chosen engine; a wrong directory, backend or server is one line."""
+    from shoparena.index.elastic_backend import ElasticBackendError
+
+    if backend not in BACKENDS:
+        raise fail(f"--backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    if backend != "elasticsearch" and (url is not None or index is not None):
+        raise fail("--url and --index choose an Elasticsearch server: add --backend elasticsearch")
     try:
-        return open_catalog(catalog, backend=backend)
-    except CatalogDirError as exc:
+        return open_catalog(catalog, backend=backend, url=url, index=index)
+    except (CatalogDirError, ElasticBackendError) as exc:
         raise fail(str(exc)) from None
 
 
@@ -185,15 +241,27 @@ def search(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print exactly the find_product list as JSON.")
     ] = False,
+    engine: BackendOption = "tantivy",
+    url: UrlOption = None,
+    index: IndexOption = None,
 ) -> None:
-    """Search a catalogue exactly as the harness's find_product tool does."""
-    backend = _open(catalog)
+    """Search a catalogue exactly as the harness's find_product tool does.
+
+    Examples:
+      shoparena search cat/ "wireless earbuds"
+      shoparena search cat/ "yoga mat" --price 100-500 --service COD,freeShipping --sort priceasc
+      shoparena search cat/ backpack --page 2 --json
+      shoparena search cat/ backpack --backend elasticsearch
+    """
+    from shoparena.index.elastic_backend import ElasticBackendError
+
+    backend = _open(catalog, engine, url, index)
     services = [s for item in (service or []) for s in item.split(",") if s.strip()]
     try:
         hits = backend.find_product(
             query, page=page, shop_id=shop_id, price=price, sort=sort, service=services
         )
-    except SearchRequestError as exc:
+    except (SearchRequestError, ElasticBackendError) as exc:
         raise fail(str(exc)) from None
     finally:
         backend.close()
@@ -230,12 +298,23 @@ def product(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the view_product_information list as JSON.")
     ] = False,
+    engine: BackendOption = "tantivy",
+    url: UrlOption = None,
+    index: IndexOption = None,
 ) -> None:
-    """Show products as the view_product_information tool does (no title or price, as upstream)."""
-    backend = _open(catalog)
+    """Show products as the view_product_information tool does (no title or price, as upstream).
+
+    Examples:
+      shoparena product cat/ 1234567890
+      shoparena product cat/ 1234567890,2345678901 --json
+      shoparena product cat/ 1234567890 --backend elasticsearch
+    """
+    backend = _open(catalog, engine, url, index)
     ids = [p.strip() for item in product_ids for p in item.split(",") if p.strip()]
-    found = backend.get_products(ids)
-    backend.close()
+    try:
+        found = backend.get_products(ids)
+    finally:
+        backend.close()
     infos = [ProductInformation.of(found[p]).model_dump() for p in ids if p in found]
     missing = [p for p in ids if p not in found]
     if json_out:

@@ -13,7 +13,13 @@ def tools(
     profile: str = typer.Option("oro7", "--profile", "-p", help=f"One of: {', '.join(PROFILES)}."),
     as_json: bool = typer.Option(False, "--json", help="Print the OpenAI function schemas as a JSON list."),
 ) -> None:
-    """Show the tools a profile gives the agent, with their parameters."""
+    """Show the tools a profile gives the agent, with their parameters.
+
+    Examples:
+      shoparena tools
+      shoparena tools --profile upstream4
+      shoparena tools --profile full --json > tools.json
+    """
     if profile not in PROFILES:
         raise fail(f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
     if as_json:

@@ -24,7 +24,7 @@ WalletHotkeyOption = Annotated[str, typer.Option("--hotkey", help="The wallet's 
 WalletPathOption = Annotated[
     str | None,
     typer.Option(
-        "--wallet-path", help="Wallets directory [default: ~/.bittensor/wallets].", show_default=False
+        "--wallet-path", help="Wallets directory \\[default: ~/.bittensor/wallets].", show_default=False
     ),
 ]
 

@@ -90,7 +90,9 @@ def submit_cmd(
     wallet_path: WalletPathOption = None,
     name: Annotated[
         str | None,
-        typer.Option("--name", help="A name for this version [default: the file name].", show_default=False),
+        typer.Option(
+            "--name", help="A name for this version \\[default: the file name].", show_default=False
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the arena's answer as JSON.")] = False,
 ) -> None:

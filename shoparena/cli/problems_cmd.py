@@ -118,7 +118,7 @@ def validate(
 ) -> None:
     """Check problem files record by record; exits non-zero if any record or file is bad.
 
-    Every error names its place (`file:line` for JSONL, `file:[index]` for JSON lists), the field
+    Every error names its place (`file:line` for JSONL, `file:\\[index]` for JSON lists), the field
     and the reason. A frozen suite whose content no longer matches its hash is an error, and so is a
     problem_id that several records share (`eval` refuses such a file), listed with each place.
 

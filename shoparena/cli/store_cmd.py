@@ -36,16 +36,18 @@ StoreOption = Annotated[
     str | None,
     typer.Option(
         "--store",
-        help=f"Database URL (sqlite:///path.db, postgresql://…) or a SQLite file path [default: ${STORE_ENV} or ./shoparena.db].",
+        help=f"Database URL (sqlite:///path.db, postgresql://…) or a SQLite file path \\[default: ${STORE_ENV} or ./shoparena.db].",
         show_default=False,
     ),
 ]
 SHOWN_REJECTS = 20
 
 
-def _open(store: str | None):
+def _open(store: str | None, *, create: bool = False):
+    """Only ingest creates a store: for the others a SQLite path that does not exist is a typo, not an
+    empty store (SQLite would otherwise make the file and report 0 records)."""
     try:
-        return open_store(store)
+        return open_store(store, create=create)
     except StoreError as exc:
         raise fail(str(exc)) from None
 
@@ -100,11 +102,15 @@ def ingest_cmd(
 
     Bad lines and unreadable inputs are rejected with their file:line and reason, and the good records
     are stored regardless; the command then exits 1, after a summary of what was read, ingested,
-    already stored, and rejected (per reason).
+    already stored, and rejected (per reason). The store is created if it does not exist.
+
+    Examples:
+      shoparena store ingest runs/eval-1 runs/eval-2
+      shoparena store ingest trajectories.jsonl --store postgresql://user@host/shoparena --rejects rejects.jsonl
     """
     if rejects is not None:
         _check_rejects_path(rejects, inputs)
-    opened = _open(store)
+    opened = _open(store, create=True)
     try:
         reject_file = rejects.open("wb") if rejects else None
     except OSError as exc:
@@ -159,6 +165,22 @@ def ingest_cmd(
         )
 
 
+EXTENSION_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
+
+
+def _export_format(fmt: str | None, out: Path) -> str:
+    """--format if given, else what --out's extension says, else jsonl; never a JSONL file named .parquet."""
+    if fmt is not None and fmt not in EXPORT_FORMATS:
+        raise fail(f"--format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
+    implied = EXTENSION_FORMATS.get(out.suffix.lower())
+    if fmt is not None and implied is not None and fmt != implied:
+        raise fail(
+            f"--format {fmt} contradicts --out {out} (a {out.suffix} file is {implied}); "
+            f"drop --format, or name the file for {fmt}"
+        )
+    return fmt or implied or "jsonl"
+
+
 def _when(value: str | None, option: str) -> datetime | None:
     if value is None:
         return None
@@ -172,10 +194,23 @@ def _when(value: str | None, option: str) -> datetime | None:
 
 @store_app.command("export")
 def export_cmd(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output file (replaced when complete).")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output file (replaced when complete); .jsonl/.json or .parquet sets the format.",
+        ),
+    ],
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="jsonl (canonical records) or parquet.")
-    ] = "jsonl",
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="jsonl (canonical records) or parquet \\[default: from the --out extension, else jsonl].",
+            show_default=False,
+        ),
+    ] = None,
     agent: Annotated[str | None, typer.Option(help="Agent id or spec.")] = None,
     miner: Annotated[str | None, typer.Option(help="Miner hotkey.")] = None,
     problem: Annotated[str | None, typer.Option(help="Problem id.")] = None,
@@ -197,9 +232,18 @@ def export_cmd(
     ] = False,
     store: StoreOption = None,
 ) -> None:
-    """Export selected evaluations as JSONL (the records exactly as ingested) or Parquet."""
-    if fmt not in EXPORT_FORMATS:
-        raise fail(f"--format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
+    """Export selected evaluations as JSONL (the records exactly as ingested) or Parquet.
+
+    The format follows --out's extension (.jsonl or .json: JSONL, .parquet: Parquet) unless --format
+    says otherwise; a --format that contradicts the extension is refused rather than written into a
+    misleadingly named file. Other extensions are JSONL unless --format says parquet.
+
+    Examples:
+      shoparena store export --out all.jsonl
+      shoparena store export --out ref.parquet --agent reference:pipeline --since 2025-03-01
+      shoparena store export -f parquet --out failures.pq --failure --include-invalidated
+    """
+    fmt = _export_format(fmt, out)
     where = RecordFilter(
         agent=agent,
         miner=miner,
@@ -234,7 +278,12 @@ def invalidate_cmd(
     by: Annotated[str | None, typer.Option("--by", help="Who invalidates (e.g. a validator hotkey).")] = None,
     store: StoreOption = None,
 ) -> None:
-    """Withdraw an evaluation: appends an invalidation row; the evaluation itself is never changed."""
+    """Withdraw an evaluation: appends an invalidation row; the evaluation itself is never changed.
+
+    Examples:
+      shoparena store invalidate RECORD_ID --reason "scored on the wrong catalogue"
+      shoparena store invalidate RECORD_ID --reason "judge bug" --by HOTKEY --store postgresql://user@host/shoparena
+    """
     opened = _open(store)
     try:
         info = opened.invalidate(record_id, reason, by=by)
@@ -267,7 +316,12 @@ def stats_cmd(
     store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
 ) -> None:
-    """What the store holds: counts, time span, and per agent / bucket / suite (invalidated rows excluded)."""
+    """What the store holds: counts, time span, and per agent / bucket / suite (invalidated rows excluded).
+
+    Examples:
+      shoparena store stats
+      shoparena store stats --store postgresql://user@host/shoparena --json
+    """
     opened = _open(store)
     try:
         stats = opened.stats()

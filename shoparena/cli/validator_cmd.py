@@ -65,7 +65,7 @@ def run_cmd(
         Path | None,
         typer.Option(
             "--catalog",
-            help="The arena's catalogue on this machine [default: the path the arena names].",
+            help="The arena's catalogue on this machine \\[default: the path the arena names].",
             show_default=False,
         ),
     ] = None,
@@ -81,7 +81,7 @@ def run_cmd(
             "--inference-models",
             help="The inference proxy's allowlist for miner code: NAME=UPSTREAM,… with UPSTREAM offline:NAME "
             "or http://HOST:PORT/v1#MODEL (e.g. a checkpoint served by `shoparena model serve`) "
-            "[default: the offline reference models].",
+            "\\[default: the offline reference models].",
             show_default=False,
         ),
     ] = None,

@@ -85,9 +85,15 @@ def _check_target(out: Path, overwrite: bool) -> None:
         raise CatalogDirError(f"{out} exists and is not a directory; give a directory path for the catalogue")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise CatalogDirError(f"{out} is not empty; pass overwrite (--force) to replace it")
+            raise CatalogDirError(f"{out} is not empty; pass --force to replace it")
         if not (out / META_FILE).exists():
             raise CatalogDirError(f"{out} is not empty and is not a catalogue; refusing to replace it")
+
+
+def check_build_target(out: Path, overwrite: bool = False) -> None:
+    """Raise `CatalogDirError` if a build into `out` would be refused: callers that show progress ask
+    first, so a refusal comes before a progress bar rather than after an empty one."""
+    _check_target(out.resolve() if out.is_symlink() else out, overwrite)
 
 
 @contextmanager
@@ -378,25 +384,43 @@ def read_meta(path: Path) -> CatalogMeta:
 
 
 BACKENDS = ("tantivy", "elasticsearch")
+DEFAULT_ES_INDEX = "shoparena-products"  # `catalog push-es` loads into this index unless told otherwise
 
 
-def open_catalog(path: Path | str, backend: str = "tantivy"):
+def open_catalog(
+    path: Path | str, backend: str = "tantivy", *, url: str | None = None, index: str | None = None
+):
     """Open a built catalogue directory for search: the embedded index, or the Elasticsearch/OpenSearch
-    index it was pushed to with `shoparena catalog push-es` (lookups stay on the local store)."""
+    index it was pushed to with `shoparena catalog push-es` (lookups stay on the local store).
+
+    `url` and `index` (Elasticsearch only) override what push-es recorded in DIR/es.json, for a server
+    reached under another address or a catalogue pushed from elsewhere. A server that does not answer,
+    or lacks the index, is an `ElasticBackendError` here rather than on the first search.
+    """
     path = Path(path)
     read_meta(path)
     if backend == "elasticsearch":
         from shoparena.index.elastic_backend import ES_CONFIG_FILE, ElasticCatalog
 
         config_path = path / ES_CONFIG_FILE
-        if not config_path.exists():
+        config = orjson.loads(config_path.read_bytes()) if config_path.exists() else {}
+        url = url or config.get("url")
+        if not url:
             raise CatalogDirError(
-                f"{path} was never pushed to Elasticsearch; run `shoparena catalog push-es`"
+                f"{path} was never pushed to Elasticsearch; run `shoparena catalog push-es`, "
+                "or pass the server's URL (--url)"
             )
-        config = orjson.loads(config_path.read_bytes())
-        return ElasticCatalog(config["url"], config["index"], store=ProductStore(path / STORE_DIR))
+        index = index or config.get("index") or DEFAULT_ES_INDEX
+        store = ProductStore(path / STORE_DIR)
+        try:
+            return ElasticCatalog.open(url, index, store=store)
+        except BaseException:
+            store.close()
+            raise
     if backend != "tantivy":
         raise CatalogDirError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    if url is not None or index is not None:
+        raise CatalogDirError("a server URL and index apply to the elasticsearch backend only")
     return TantivyCatalog(path / INDEX_DIR, ProductStore(path / STORE_DIR))
 
 

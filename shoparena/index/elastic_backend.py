@@ -8,7 +8,9 @@ by catalogue order (`ord`). Sorting and paging then reuse the exact code of the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -78,14 +80,64 @@ def es_search_body(request: SearchRequest) -> dict:
     }
 
 
+class ElasticBackendError(RuntimeError):
+    """The server cannot be reached or refused a request; the message names the URL and says why."""
+
+
+def _reason(exc: Exception) -> str:
+    """The innermost cause of a transport error, not the client's three nested reprs of it."""
+    text = str(getattr(exc, "message", None) or exc)
+    errno = re.search(r"\[Errno -?\d+\] ([^)\]]+)", text)
+    if errno:
+        return errno.group(1).strip()
+    status = getattr(getattr(exc, "meta", None), "status", None)
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        text = f"{error.get('type')}: {error.get('reason')}"
+    text = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return f"HTTP {status}: {text}" if isinstance(status, int) and status >= 400 else text
+
+
+@contextmanager
+def talking_to(url: str) -> Iterator[None]:
+    """Turn the client's exceptions (with tracebacks three retries deep) into one `ElasticBackendError`."""
+    from elastic_transport import ApiError, TransportError
+
+    try:
+        yield
+    except ApiError as exc:  # the server answered, with an error
+        raise ElasticBackendError(f"Elasticsearch at {url}: {_reason(exc)}") from exc
+    except TransportError as exc:  # no answer: refused, timed out, TLS, DNS
+        raise ElasticBackendError(
+            f"cannot reach Elasticsearch at {url}: {_reason(exc)}; "
+            "check that the server is running and the URL (scheme, host, port) is right"
+        ) from exc
+
+
 def _client(url: str):
     try:
         from elasticsearch import Elasticsearch
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise RuntimeError(
+        raise ElasticBackendError(
             "the Elasticsearch backend needs the 'es' extra: pip install 'shoparena[es]'"
         ) from exc
-    return Elasticsearch(url, request_timeout=30)
+    try:
+        return Elasticsearch(url, request_timeout=30)
+    except ValueError as exc:  # no scheme or port: the client says which
+        raise ElasticBackendError(f"Elasticsearch URL {url!r}: {exc}") from exc
+
+
+def connect(url: str):
+    """A client that has been answered by the server at `url` (so a wrong URL fails here, once)."""
+    es = _client(url)
+    try:
+        with talking_to(url):
+            es.info()
+    except BaseException:
+        es.close()
+        raise
+    return es
 
 
 class ElasticCatalog:
@@ -98,8 +150,26 @@ class ElasticCatalog:
         self._es = client if client is not None else _client(url)
         self.store = store
 
+    @classmethod
+    def open(cls, url: str, index: str, store: ProductStore | None = None) -> ElasticCatalog:
+        """Connect and check that `index` is there, so a wrong URL or index fails at once, not on the
+        first search (or never, for lookups, which the local store answers)."""
+        es = connect(url)
+        try:
+            with talking_to(url):
+                found = es.indices.exists(index=index)
+            if not found:
+                raise ElasticBackendError(
+                    f"Elasticsearch at {url} has no index {index!r}; load it with `shoparena catalog push-es`"
+                )
+        except BaseException:
+            es.close()
+            raise
+        return cls(url, index, store=store, client=es)
+
     def __len__(self) -> int:
-        return int(self._es.count(index=self.index)["count"])
+        with talking_to(self.url):
+            return int(self._es.count(index=self.index)["count"])
 
     def find_product(
         self,
@@ -115,7 +185,8 @@ class ElasticCatalog:
         )
         if not request.page_in_range or not request.q.strip():
             return []
-        response = self._es.search(index=self.index, body=es_search_body(request))
+        with talking_to(self.url):
+            response = self._es.search(index=self.index, body=es_search_body(request))
         hits = [hit["_source"] for hit in response["hits"]["hits"]]
         return [{k: h[k] for k in HIT_FIELDS if k != "ord"} for h in sort_and_page(hits, request)]
 
@@ -128,7 +199,8 @@ class ElasticCatalog:
             return self.store.get_many(ids)
         if not ids:
             return {}
-        response = self._es.mget(index=self.index, ids=ids)
+        with talking_to(self.url):
+            response = self._es.mget(index=self.index, ids=ids)
         found = {}
         for doc in response["docs"]:
             if doc.get("found"):
@@ -143,7 +215,8 @@ class ElasticCatalog:
             "sort": [{"ord": "asc"}],
             "_source": ["ord"],
         }
-        response = self._es.search(index=self.index, body=body)
+        with talking_to(self.url):
+            response = self._es.search(index=self.index, body=body)
         ords = [hit["_source"]["ord"] for hit in response["hits"]["hits"]]
         if self.store is not None:
             return [self.store.dict_by_ord(o) for o in ords]
@@ -164,15 +237,20 @@ def push_catalog(
     client=None,
     progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Bulk-load a built catalogue's products into an index and remember it in `<dir>/es.json`."""
+    """Bulk-load a built catalogue's products into an index and remember it in `<dir>/es.json`.
+
+    Pass a `connect`ed client to learn that the server answers before showing progress; any failure
+    to talk to it is an `ElasticBackendError` naming `url`.
+    """
     from elasticsearch import helpers
 
     from shoparena.index.catalog_dir import STORE_DIR
 
-    es = client if client is not None else _client(url)
-    if es.indices.exists(index=index):
-        es.indices.delete(index=index)
-    es.indices.create(index=index, **INDEX_SETTINGS)
+    es = client if client is not None else connect(url)
+    with talking_to(url):
+        if es.indices.exists(index=index):
+            es.indices.delete(index=index)
+        es.indices.create(index=index, **INDEX_SETTINGS)
     store = ProductStore(Path(catalog_dir) / STORE_DIR)
 
     def actions():
@@ -196,14 +274,15 @@ def push_catalog(
 
     count = 0
     try:
-        for ok, item in helpers.streaming_bulk(es, actions(), chunk_size=batch, raise_on_error=False):
-            if not ok:
-                raise RuntimeError(f"Elasticsearch refused a product: {item}")
-            count += 1
-            if progress is not None:
-                progress(1)
+        with talking_to(url):
+            for ok, item in helpers.streaming_bulk(es, actions(), chunk_size=batch, raise_on_error=False):
+                if not ok:
+                    raise ElasticBackendError(f"Elasticsearch at {url} refused a product: {item}")
+                count += 1
+                if progress is not None:
+                    progress(1)
+            es.indices.refresh(index=index)
     finally:
         store.close()
-    es.indices.refresh(index=index)
     (Path(catalog_dir) / ES_CONFIG_FILE).write_bytes(orjson.dumps({"url": url, "index": index}))
     return count

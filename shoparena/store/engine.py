@@ -57,7 +57,9 @@ def resolve_store_url(store: str | os.PathLike | None = None) -> str:
     return value
 
 
-def make_engine(store: str | os.PathLike | None = None, **options: Any) -> Engine:
+def make_engine(store: str | os.PathLike | None = None, *, create: bool = True, **options: Any) -> Engine:
+    """An engine for `store`; `create=False` refuses a SQLite file that does not exist yet (SQLite would
+    make an empty one, so a mistyped path read as an empty store instead of failing)."""
     url_text = resolve_store_url(store)
     try:
         url = make_url(url_text)
@@ -73,6 +75,11 @@ def make_engine(store: str | os.PathLike | None = None, **options: Any) -> Engin
         parent = Path(url.database).parent
         if not parent.is_dir():
             raise StoreURLError(f"--store {url_text}: directory {parent} does not exist")
+        if not create and not Path(url.database).exists():
+            raise StoreURLError(
+                f"--store {url.database}: no such store (the file does not exist); check the path, "
+                "or create the store with `shoparena store ingest`"
+            )
     engine = create_engine(
         url, json_serializer=_dump_json, json_deserializer=orjson.loads, future=True, **options
     )

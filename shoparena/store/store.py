@@ -271,9 +271,15 @@ def _as_datetime(value, to_utc, dialect) -> datetime | None:
     return to_utc(value, dialect)
 
 
-def open_store(store: str | os.PathLike | None = None, *, migrate: bool = True) -> TrajectoryStore:
-    """Open (creating if need be) the store at `store` (see `resolve_store_url`) and upgrade it to head."""
-    engine = make_engine(store)
+def open_store(
+    store: str | os.PathLike | None = None, *, migrate: bool = True, create: bool = True
+) -> TrajectoryStore:
+    """Open (creating if need be) the store at `store` (see `resolve_store_url`) and upgrade it to head.
+
+    `create=False` is for commands that only read or amend a store: a SQLite path that does not exist is
+    a `StoreURLError` naming it, not a new empty store (a PostgreSQL database is never created here).
+    """
+    engine = make_engine(store, create=create)
     try:
         if migrate:
             upgrade_to_head(engine)

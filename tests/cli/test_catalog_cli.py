@@ -3,6 +3,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -394,3 +395,177 @@ def test_force_through_a_symlinked_out_replaces_what_it_points_at(tmp_path):
     assert build_from(source, link, "--force").exit_code == 0
     assert link.is_symlink() and meta_of(link)["n_products"] == 2
     assert sorted(p.name for p in real.parent.iterdir()) == ["cat[v1]"]
+
+
+# -- `--backend`, push-es errors, stats and build refusals (store/CLI QA) ----------------------------
+ES_URL = os.environ.get("SHOPARENA_ES_URL")
+DEAD_URL = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused
+
+
+def small_catalogue(tmp_path, n=5):
+    source = tmp_path / "cat.jsonl"
+    source.write_bytes(b"\n".join(product_line(i) for i in range(n)) + b"\n")
+    out = tmp_path / "cat"
+    assert build_from(source, out).exit_code == 0
+    return out
+
+
+def one_line_error(result) -> str:
+    """A user error: non-zero exit, no traceback, and exactly one `error:` line."""
+    assert result.exit_code != 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    [line] = error_lines(result)
+    return line
+
+
+def test_default_backend_output_is_unchanged_and_tantivy_names_it(built):
+    plain = runner.invoke(app, ["search", str(built), "wireless earbuds", "--json"])
+    named = runner.invoke(app, ["search", str(built), "wireless earbuds", "--json", "--backend", "tantivy"])
+    assert plain.exit_code == named.exit_code == 0
+    assert plain.stdout == named.stdout
+    from shoparena.index.catalog_dir import open_catalog
+
+    catalog = open_catalog(built)
+    try:
+        assert json.loads(plain.stdout) == catalog.find_product("wireless earbuds")
+    finally:
+        catalog.close()
+    ids = ",".join(h["product_id"] for h in json.loads(plain.stdout)[:2])
+    a = runner.invoke(app, ["product", str(built), ids, "--json"])
+    b = runner.invoke(app, ["product", str(built), ids, "--json", "--backend", "tantivy"])
+    assert a.exit_code == b.exit_code == 0 and a.stdout == b.stdout
+
+
+@pytest.mark.parametrize("command", ["search", "product"])
+def test_an_unreachable_elasticsearch_is_one_line_naming_the_url(tmp_path, command):
+    out = small_catalogue(tmp_path)
+    result = runner.invoke(app, [command, str(out), "1", "--backend", "elasticsearch", "--url", DEAD_URL])
+    line = one_line_error(result)
+    assert f"cannot reach Elasticsearch at {DEAD_URL}: Connection refused" in line
+    assert "check that the server is running" in line
+
+
+def test_elasticsearch_without_push_or_url_says_what_to_do(tmp_path):
+    out = small_catalogue(tmp_path)
+    line = one_line_error(runner.invoke(app, ["search", str(out), "lamp", "--backend", "elasticsearch"]))
+    assert "never pushed to Elasticsearch" in line and "push-es" in line and "--url" in line
+
+
+def test_the_url_recorded_by_push_es_is_the_default_and_url_overrides_it(tmp_path):
+    out = small_catalogue(tmp_path)
+    (out / "es.json").write_bytes(orjson.dumps({"url": DEAD_URL, "index": "mine"}))
+    line = one_line_error(runner.invoke(app, ["search", str(out), "lamp", "--backend", "elasticsearch"]))
+    assert DEAD_URL in line
+    other = "http://127.0.0.1:1"
+    line = one_line_error(
+        runner.invoke(app, ["search", str(out), "lamp", "--backend", "elasticsearch", "--url", other])
+    )
+    assert other in line and DEAD_URL not in line
+
+
+def test_a_server_that_is_not_elasticsearch_is_named(tmp_path):
+    import http.server
+    import threading
+
+    class NotElastic(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<html>a web page</html>")
+
+        do_HEAD = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotElastic)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        out = small_catalogue(tmp_path)
+        line = one_line_error(
+            runner.invoke(app, ["search", str(out), "lamp", "--backend", "elasticsearch", "--url", url])
+        )
+        assert f"Elasticsearch at {url}" in line and "not Elasticsearch" in line
+        line = one_line_error(runner.invoke(app, ["catalog", "push-es", str(out), "--url", url]))
+        assert url in line and "not Elasticsearch" in line
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert not (out / "es.json").exists()
+
+
+def test_backend_options_are_checked(tmp_path):
+    out = small_catalogue(tmp_path)
+    line = one_line_error(runner.invoke(app, ["search", str(out), "lamp", "--backend", "solr"]))
+    assert "--backend 'solr'" in line and "tantivy, elasticsearch" in line
+    line = one_line_error(runner.invoke(app, ["search", str(out), "lamp", "--url", DEAD_URL]))
+    assert "--backend elasticsearch" in line
+
+
+@pytest.mark.parametrize("url", [DEAD_URL, "127.0.0.1:9200"], ids=["refused", "no-scheme"])
+def test_push_es_to_a_bad_url_is_one_line_and_no_progress_bar(tmp_path, url):
+    out = small_catalogue(tmp_path)
+    result = runner.invoke(app, ["catalog", "push-es", str(out), "--url", url])
+    line = one_line_error(result)
+    assert url in line
+    assert "pushing" not in result.output  # refused before the progress bar
+    assert not (out / "es.json").exists()
+
+
+def test_push_es_takes_the_url_from_the_environment(tmp_path):
+    out = small_catalogue(tmp_path)
+    result = runner.invoke(app, ["catalog", "push-es", str(out)], env={"SHOPARENA_ES_URL": DEAD_URL})
+    assert DEAD_URL in one_line_error(result)
+
+
+@pytest.mark.es
+@pytest.mark.skipif(not ES_URL, reason="set SHOPARENA_ES_URL to run against a live Elasticsearch/OpenSearch")
+def test_live_push_es_then_search_and_product_with_the_elasticsearch_backend(tmp_path):
+    out = small_catalogue(tmp_path, n=30)
+    pushed = runner.invoke(
+        app, ["catalog", "push-es", str(out), "--url", ES_URL, "--index", "shoparena-cli-test"]
+    )
+    assert pushed.exit_code == 0, pushed.output
+    assert "pushed 30 products" in pushed.output
+    es = runner.invoke(app, ["search", str(out), "red lamp", "--json", "--backend", "elasticsearch"])
+    assert es.exit_code == 0, es.output
+    embedded = json.loads(runner.invoke(app, ["search", str(out), "red lamp", "--json"]).stdout)
+    hits = json.loads(es.stdout)
+    assert len(hits) == len(embedded) == 10
+    assert set(hits[0]) == set(embedded[0])
+    ids = ",".join(h["product_id"] for h in hits[:2])
+    a = runner.invoke(app, ["product", str(out), ids, "--json", "--backend", "elasticsearch"])
+    b = runner.invoke(app, ["product", str(out), ids, "--json"])
+    assert a.exit_code == 0 and a.stdout == b.stdout
+    missing = runner.invoke(
+        app, ["search", str(out), "lamp", "--backend", "elasticsearch", "--index", "shoparena-no-such-index"]
+    )
+    line = one_line_error(missing)
+    assert "no index 'shoparena-no-such-index'" in line
+
+
+def test_stats_of_an_upstream_build_shows_no_generator_or_seed(tmp_path, built):
+    out = small_catalogue(tmp_path)
+    result = runner.invoke(app, ["catalog", "stats", str(out)], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    assert "None" not in result.output
+    assert "generator" not in result.output and "seed" not in result.output
+    assert "source" in result.output
+    generated = runner.invoke(app, ["catalog", "stats", str(built)], env={"COLUMNS": "120"})
+    assert "generator" in generated.output and "seed" in generated.output
+
+
+@pytest.mark.parametrize("source", ["--products", "--from"])
+def test_build_over_a_catalogue_refuses_before_any_progress_bar(tmp_path, source):
+    out = small_catalogue(tmp_path)
+    args = ["--products", "3000"] if source == "--products" else ["--from", str(tmp_path / "cat.jsonl")]
+    result = runner.invoke(app, ["catalog", "build", *args, "--out", str(out)])
+    line = one_line_error(result)
+    assert line == f"error: {out} is not empty; pass --force to replace it"
+    assert "generating" not in result.output and "indexing" not in result.output
+    assert "0/3000" not in result.output

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -92,3 +93,64 @@ def test_every_command_help_renders():
         result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
         assert result.exit_code == 0, (path, result.output)
         assert "Usage:" in result.output
+
+
+def _click_commands():
+    """(path, click command) for every command and group of the app."""
+    import typer
+
+    def walk(command, path):
+        yield path, command
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, [*path, name])
+
+    return list(walk(typer.main.get_command(app), []))
+
+
+def test_no_help_text_loses_words_to_rich_markup():
+    """Typer renders help as Rich markup, where `[default: …]` or `[index]` is a style tag, silently
+    dropped (`SQLite file path .`): brackets meant literally are written `\\[`."""
+    from rich.text import Text
+
+    lost = []
+    for path, command in _click_commands():
+        texts = [("help", command.help or "")]
+        texts += [(param.name, getattr(param, "help", None) or "") for param in command.params]
+        for name, text in texts:
+            if Text.from_markup(text).plain != text.replace("\\[", "["):
+                lost.append((" ".join(path), name, text))
+    assert lost == []
+
+
+def test_store_help_shows_its_default_and_arena_init_its_own_dir():
+    result = CliRunner().invoke(app, ["store", "export", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    flat = re.sub(r"[\s│]+", " ", result.output)
+    assert "a SQLite file path [default: $SHOPARENA_STORE or ./shoparena.db]." in flat
+    assert "file path ." not in flat
+    result = CliRunner().invoke(app, ["arena", "init", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    flat = re.sub(r"[\s│]+", " ", result.output)
+    assert "trajectory store [default: arena.db in --dir]; postgresql://" in flat
+    assert "`arena init` made it" not in flat and "The arena directory to make" in flat
+
+
+EXAMPLED = [
+    ["search"],
+    ["product"],
+    ["tools"],
+    ["store", "ingest"],
+    ["store", "export"],
+    ["store", "invalidate"],
+    ["store", "stats"],
+    ["catalog", "build"],
+    ["catalog", "push-es"],
+    ["catalog", "stats"],
+]
+
+
+@pytest.mark.parametrize("path", EXAMPLED, ids=" ".join)
+def test_help_has_examples_of_the_command_itself(path):
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0
+    assert "Examples:" in result.output
+    after = result.output.split("Examples:", 1)[1]
+    assert f"shoparena {' '.join(path)} " in after.split("╭")[0] or f"shoparena {' '.join(path)}\n" in after

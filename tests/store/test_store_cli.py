@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner
 
 from shoparena.cli import app
@@ -122,3 +123,75 @@ def test_bad_arguments_are_clear(tmp_path):
     assert result.exit_code == 2 and "jsonl, parquet" in result.output
     result = invoke("store", "stats", "--store", "mysql://x@y/z")
     assert result.exit_code == 2 and "SQLite" in result.output
+
+
+def test_export_format_follows_the_out_extension(store_url, records, tmp_path):
+    path = tmp_path / "in.jsonl"
+    write_jsonl(path, records[:5])
+    assert invoke("store", "ingest", path, "--store", store_url).exit_code == 0
+    stored = [r.record_id for r in records[:5]]
+
+    parquet = tmp_path / "t.parquet"
+    result = invoke("store", "export", "--store", store_url, "--out", parquet)
+    assert result.exit_code == 0, result.output
+    assert pq.read_table(parquet).column("record_id").to_pylist() == stored
+    for name in ("t.jsonl", "t.json", "t.txt"):  # .json is JSONL too; an unknown extension stays JSONL
+        result = invoke("store", "export", "--store", store_url, "--out", tmp_path / name)
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / name).read_bytes() == b"".join(canonical_bytes(r) + b"\n" for r in records[:5])
+    result = invoke("store", "export", "-f", "parquet", "--store", store_url, "--out", tmp_path / "t.pq")
+    assert result.exit_code == 0
+    assert pq.read_table(tmp_path / "t.pq").num_rows == 5
+
+
+def test_a_format_that_contradicts_the_extension_is_refused(tmp_path):
+    store = tmp_path / "s.db"
+    for fmt, name in (("jsonl", "x.parquet"), ("parquet", "x.jsonl"), ("parquet", "x.JSON")):
+        result = invoke("store", "export", "-f", fmt, "--store", store, "--out", tmp_path / name)
+        assert result.exit_code == 2, result.output
+        assert f"--format {fmt} contradicts --out" in result.output and name in result.output
+        assert not (tmp_path / name).exists()
+    assert not store.exists()  # refused before the store was opened
+
+
+def test_read_only_commands_refuse_a_store_that_does_not_exist(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SHOPARENA_STORE", raising=False)
+    typo = tmp_path / "nodb.db"
+    for args in (
+        ["export", "--store", "nodb.db", "--out", "x.jsonl"],
+        ["stats", "--store", "nodb.db"],
+        ["invalidate", "some-record", "--reason", "x", "--store", "nodb.db"],
+    ):
+        result = invoke("store", *args)
+        assert result.exit_code == 2, (args, result.output)
+        [line] = [x for x in result.output.splitlines() if x.startswith("error:")]
+        assert str(typo) in line and "no such store" in line and "store ingest" in line
+        assert "exported" not in result.output
+    assert not typo.exists() and not (tmp_path / "x.jsonl").exists()
+    result = invoke("store", "stats")  # the default ./shoparena.db, never ingested into
+    assert result.exit_code == 2 and "shoparena.db" in result.output
+    assert not (tmp_path / "shoparena.db").exists()
+    result = invoke("store", "stats", "--store", "sqlite:///nodb.db")  # a URL too
+    assert result.exit_code == 2 and "no such store" in result.output
+
+
+def test_read_only_commands_open_an_existing_store(store_url, records, tmp_path):
+    """The refusal is for missing SQLite files only: an ingested store, and PostgreSQL, open as before."""
+    path = tmp_path / "in.jsonl"
+    write_jsonl(path, records[:3])
+    assert invoke("store", "ingest", path, "--store", store_url).exit_code == 0
+    result = invoke("store", "stats", "--store", store_url, "--json")
+    assert result.exit_code == 0 and orjson.loads(result.stdout)["evaluations"] == 3
+
+
+def test_open_store_create_false_is_the_public_api(tmp_path):
+    from shoparena.store import StoreURLError
+
+    with pytest.raises(StoreURLError, match="no such store"):
+        open_store(tmp_path / "missing.db", create=False)
+    assert not (tmp_path / "missing.db").exists()
+    with open_store(tmp_path / "made.db") as made:  # create=True (the default) still makes one
+        assert made.stats().evaluations == 0
+    with open_store(tmp_path / "made.db", create=False) as again:
+        assert again.stats().evaluations == 0
