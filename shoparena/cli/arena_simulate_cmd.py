@@ -15,14 +15,19 @@ from shoparena.cli.common import console, fail, say, say_err
 
 HELP = """Play a competition season on a simulated clock, through the real arena.
 
-Makes ARENA when it is missing (a small generated catalogue and problem bank, `arena init`, the race
-bank via `bank add`), registers the miners' and validators' keys (under ARENA/keys/), serves the real
-signed API on a loopback port and plays DAYS days: each day a race opens with a committed seed, miners
-of the fixed roster submit through the API under cooldowns (admission rejects the malicious ones),
-every validator runs the qualifying and race jobs in the sandbox with strict scoring and the offline
-judge — the last validator lies for a favourite miner —, the race closes, and the weights go to the
-local chain. The season file (schema shoparena.arena-season/1) records it all; the same --seed gives
-the same file apart from its `timing` and `generated_at`.
+Makes ARENA when it is missing or empty (a small generated catalogue and problem bank, `arena init`,
+the race bank via `bank add`; marked as a season's by ARENA/simulated.json), registers the miners' and
+validators' keys (under ARENA/keys/), serves the real signed API on a loopback port and plays DAYS
+days: each day a race opens with a committed seed, miners of the fixed roster submit through the API
+under cooldowns (admission rejects the malicious ones), every validator runs the qualifying and race
+jobs in the sandbox with strict scoring and the offline judge — the last validator lies for a
+favourite miner —, the race closes, and the weights go to the local chain. The season file (schema
+shoparena.arena-season/1) records it all; the same --seed gives the same file apart from its `timing`
+and `generated_at`.
+
+A second season in an arena an earlier `arena simulate` made goes on where that one ended. Any other
+directory is refused: a real arena, a catalogue, anything not empty (a season registers made-up miners
+and validators with stake and pushes weights to the arena's chain).
 
 Roster order (--miners N takes the first N): 1 agentic_model (axis A), 2 narrated_pipeline (axis B),
 3 network_exfil (malicious), 4 crashing (resubmits a fix on day 2), 5 reference_agentic (resubmits
@@ -37,7 +42,12 @@ Afterwards `shoparena arena serve --dir ARENA` serves the leaderboard at http://
 def register(arena_app: typer.Typer) -> None:
     @arena_app.command("simulate", help=HELP)
     def simulate(
-        arena_dir: Annotated[Path, typer.Option("--dir", help="The arena directory (made when missing).")],
+        arena_dir: Annotated[
+            Path,
+            typer.Option(
+                "--dir", help="The season's arena: a new or empty directory, or one a season made before."
+            ),
+        ],
         json_out: Annotated[Path, typer.Option("--json", help="Where to write the season file.")],
         miners: Annotated[
             int, typer.Option("--miners", min=1, max=12, help="First N miners of the roster.")
