@@ -39,6 +39,19 @@ Afterwards `shoparena arena serve --dir ARENA` serves the leaderboard at http://
 """
 
 
+def submissions(day) -> str:
+    """A day's submissions as they happened: what the API took (admitted or rejected by admission), then
+    the attempts it refused, which are not submissions (a rejected miner's retry meets its cooldown)."""
+    line = f"{day.submitted} submitted"
+    if day.submitted:
+        line += f" ({day.admitted} admitted, {day.rejected} rejected)"
+    if day.refused_by_cooldown:
+        line += f", {day.refused_by_cooldown} refused by the cooldown"
+    if day.refused > day.refused_by_cooldown:
+        line += f", {day.refused - day.refused_by_cooldown} refused otherwise (see the season file)"
+    return line
+
+
 def register(arena_app: typer.Typer) -> None:
     @arena_app.command("simulate", help=HELP)
     def simulate(
@@ -127,8 +140,7 @@ def register(arena_app: typer.Typer) -> None:
         def show(day: DayProgress) -> None:
             crown = f"crown {day.winner[:10]}…" if day.winner else "no crown"
             say_err(
-                f"day {day.day}/{days} · {day.race_id} {day.state} · submitted {day.submitted} "
-                f"(admitted {day.admitted}, rejected {day.rejected}, refused {day.refused}) · jobs "
+                f"day {day.day}/{days} · {day.race_id} {day.state} · {submissions(day)} · jobs "
                 f"{day.qualifying_jobs} qualifying + {day.race_jobs} race · {day.episodes} episodes · "
                 f"{crown}{' (promoted)' if day.promoted else ''} · {day.wall_s:.1f}s"
             )

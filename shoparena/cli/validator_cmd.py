@@ -150,7 +150,7 @@ def run_cmd(
         except JobFailed as exc:
             raise fail(f"{exc} (given back to the queue)", code=1) from None
         except ArenaError as exc:
-            raise refused(exc, validator.hotkey) from None
+            raise refused(exc, validator.hotkey, role="validator") from None
     if report is None:
         if as_json:
             print_json({"job": None})
