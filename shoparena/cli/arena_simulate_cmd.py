@@ -36,6 +36,10 @@ tagged_agentic, a model loop, on day 3), 6 first_hit
 (malicious), 10 sleeper (times out), 11 answer_table (malicious), 12 frugal_agentic.
 
 Afterwards `shoparena arena serve --dir ARENA` serves the leaderboard at http://127.0.0.1:8742/.
+
+Examples:
+  shoparena arena simulate --dir season --miners 12 --validators 3 --days 5 --seed 1 --json season.json
+  shoparena arena simulate --dir small --miners 5 --validators 2 --days 2 --json small.json
 """
 
 

@@ -108,7 +108,13 @@ def submit_cmd(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the arena's answer as JSON.")] = False,
 ) -> None:
-    """Submit AGENT.py: exit 0 when admitted, 1 when admission rejects it, 2 on any other refusal."""
+    """Submit AGENT.py: exit 0 when admitted, 1 when admission rejects it, 2 on any other refusal.
+
+    Examples:
+      shoparena miner submit --key miner.json tests/arena/admission_corpus/benign/reference_pipeline_miner.py
+      shoparena miner submit --arena http://127.0.0.1:8742 --key miner.json agent.py --name v2 --json
+      shoparena miner submit --wallet my-wallet --hotkey default agent.py
+    """
     from shoparena.arena.errors import ArenaError
 
     try:
@@ -162,7 +168,12 @@ def status_cmd(
     wallet_path: WalletPathOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show a submission's status (and, once scored, its results), or list your submissions."""
+    """Show a submission's status (and, once scored, its results), or list your submissions.
+
+    Examples:
+      shoparena miner status --key miner.json
+      shoparena miner status --key miner.json SUBMISSION_ID
+    """
     from shoparena.arena.errors import ArenaError
 
     with open_client(arena, key, wallet, hotkey, wallet_path) as client:
