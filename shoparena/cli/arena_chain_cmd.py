@@ -74,7 +74,12 @@ def sync_cmd(
     ] = "finney",
     as_json: Annotated[bool, typer.Option("--json", help="Print the neurons (and rejects) as JSON.")] = False,
 ) -> None:
-    """Bring the metagraph into the arena: validators (validator permit) and miners with uid and stake."""
+    """Bring the metagraph into the arena: validators (validator permit) and miners with uid and stake.
+
+    Examples:
+      shoparena arena chain sync --dir arena
+      shoparena arena chain sync --dir arena --network finney --netuid 42
+    """
     from shoparena.arena.competition.chain import BittensorChain, ChainError, LocalChain
 
     with _open(arena_dir) as arena:
@@ -112,7 +117,12 @@ def history_cmd(
 ) -> None:
     """Every weight vector the arena pushed (oldest first), read from ARENA/chain/weights.jsonl.
 
-    Exit status 1 names the first invalid line when the ledger was damaged or edited."""
+    Exit status 1 names the first invalid line when the ledger was damaged or edited.
+
+    Examples:
+      shoparena arena chain history --dir arena
+      shoparena arena chain history --dir arena --json
+    """
     from shoparena.arena.competition.chain import LEDGER_FILE, ChainLedgerError, LocalChain
 
     if not (arena_dir / "arena.json").exists():

@@ -37,7 +37,12 @@ def register(arena_app: typer.Typer) -> None:
             bool, typer.Option("--json", help='Print {"status", "violations"} as JSON (the server\'s shape).')
         ] = False,
     ) -> None:
-        """Admission's static analysis of one agent file: format, security and integrity rules."""
+        """Admission's static analysis of one agent file: format, security and integrity rules.
+
+        Examples:
+          shoparena arena check tests/arena/admission_corpus/benign/reference_pipeline_miner.py
+          shoparena arena check agent.py --json
+        """
         if not agent.is_file():
             raise fail(f"{agent}: no such file")
         try:

@@ -105,7 +105,12 @@ def init_cmd(
         float, typer.Option("--problem-timeout-s", min=1, help="Wall clock per problem of a job (s).")
     ] = 300.0,
 ) -> None:
-    """Make an arena directory: config, state database (+ trajectory store), code storage."""
+    """Make an arena directory: config, state database (+ trajectory store), code storage.
+
+    Examples:
+      shoparena arena init --dir arena --catalog cat --problems bank.jsonl --similarity lexical
+      shoparena arena init --dir arena --catalog cat --problems bank.jsonl --cooldown-s 3600 --validators-per-submission 2
+    """
     from pydantic import ValidationError
 
     from shoparena.arena import ArenaError, CooldownPolicy, init_arena
@@ -160,7 +165,13 @@ def register_cmd(
     ] = None,
     remove: Annotated[bool, typer.Option("--remove", help="Deregister the hotkey instead.")] = False,
 ) -> None:
-    """Add a hotkey to the local metagraph (or change its role/stake, or --remove it)."""
+    """Add a hotkey to the local metagraph (or change its role/stake, or --remove it).
+
+    Examples:
+      shoparena arena register --dir arena --hotkey "$(shoparena keys show --key miner.json)" --role miner
+      shoparena arena register --dir arena --hotkey "$(shoparena keys show --key validator.json)" --role validator --stake 10
+      shoparena arena register --dir arena --hotkey "$(shoparena keys show --key miner.json)" --remove
+    """
     from shoparena.arena import ArenaError
 
     with _open(arena_dir) as arena:
@@ -183,7 +194,12 @@ def neurons_cmd(
     arena_dir: DirOption,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List the local metagraph."""
+    """List the local metagraph.
+
+    Examples:
+      shoparena arena neurons --dir arena
+      shoparena arena neurons --dir arena --json
+    """
     with _open(arena_dir) as arena:
         neurons = arena.metagraph.all()
     if as_json:
@@ -227,7 +243,13 @@ def serve_cmd(
     ] = 30.0,
 ) -> None:
     """Serve the signed API, the public API (/v1/leaderboard, /v1/races, /v1/agents, /v1/weights,
-    /v1/trajectories) and the leaderboard page at `/` until interrupted; races advance on their own."""
+    /v1/trajectories) and the leaderboard page at `/` until interrupted; races advance on their own.
+
+    Examples:
+      shoparena arena serve --dir arena
+      shoparena arena serve --dir arena --host 0.0.0.0 --port 8742 --nonce-store redis://127.0.0.1:6379/0
+      shoparena arena serve --dir arena --tick-s 0
+    """
     from shoparena.arena.server import create_app, serve
 
     with _open(arena_dir, nonce_store=nonce_store) as arena:

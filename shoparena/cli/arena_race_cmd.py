@@ -94,28 +94,47 @@ def _race_of(engine, race_id: str):
 
 @race_app.command("open")
 def open_cmd(arena_dir: DirOption, json_output: JsonOption = False) -> None:
-    """Open the next race: store a fresh seed, publish its SHA-256 commitment, draw the problems."""
+    """Open the next race: store a fresh seed, publish its SHA-256 commitment, draw the problems.
+
+    Examples:
+      shoparena arena race open --dir arena
+      shoparena arena race open --dir arena --json
+    """
     race = _step(arena_dir, lambda engine: _race_of(engine, engine.open_race().race_id))
     _show_race(race, json_output)
 
 
 @race_app.command("start")
 def start_cmd(arena_dir: DirOption, json_output: JsonOption = False) -> None:
-    """End qualifying: each hotkey's latest qualified submission gets its race job (every validator)."""
+    """End qualifying: each hotkey's latest qualified submission gets its race job (every validator).
+
+    Examples:
+      shoparena arena race start --dir arena
+    """
     race = _step(arena_dir, lambda engine: _race_of(engine, engine.start_race().race_id))
     _show_race(race, json_output)
 
 
 @race_app.command("close")
 def close_cmd(arena_dir: DirOption, json_output: JsonOption = False) -> None:
-    """Close the running race now with the results in: rank, promote or cancel, reveal, set weights."""
+    """Close the running race now with the results in: rank, promote or cancel, reveal, set weights.
+
+    Examples:
+      shoparena arena race close --dir arena
+      shoparena arena race close --dir arena --json
+    """
     race = _step(arena_dir, lambda engine: engine.close_race())
     _show_race(race, json_output)
 
 
 @race_app.command("tick")
 def tick_cmd(arena_dir: DirOption, json_output: JsonOption = False) -> None:
-    """Do whatever is due now (open, start or close): the engine's `tick`, run from cron or a loop."""
+    """Do whatever is due now (open, start or close): the engine's `tick`, run from cron or a loop.
+
+    Examples:
+      shoparena arena race tick --dir arena
+      shoparena arena race tick --dir arena --json
+    """
     done = _step(arena_dir, lambda engine: engine.tick())
     if json_output:
         print_json({"done": done})
@@ -129,7 +148,12 @@ def status_cmd(
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many races, newest first.")] = 5,
     json_output: JsonOption = False,
 ) -> None:
-    """The newest races: state, commitment, seed once revealed, results."""
+    """The newest races: state, commitment, seed once revealed, results.
+
+    Examples:
+      shoparena arena race status --dir arena
+      shoparena arena race status --dir arena --limit 1 --json
+    """
     from shoparena.arena.competition.view import CompetitionView
 
     with _open(arena_dir) as arena:
@@ -153,7 +177,12 @@ def register(arena_app: typer.Typer) -> None:
         json_output: JsonOption = False,
     ) -> None:
         """Recompute a closed race's problems from its revealed seed and its frozen rotation manifest, and
-        say whether they are the problems that were raced (exit 1 when they are not)."""
+        say whether they are the problems that were raced (exit 1 when they are not).
+
+        Examples:
+          shoparena arena race-problems --dir arena --race race-00001
+          shoparena arena race-problems --dir arena --race race-00001 --json
+        """
         from shoparena.arena.competition.view import recompute_draw
 
         race, draw, matches = _step(arena_dir, lambda engine: recompute_draw(engine.arena, race_id))
@@ -186,7 +215,12 @@ def register(arena_app: typer.Typer) -> None:
         push: Annotated[bool, typer.Option("--push", help="Set them on the chain adapter again.")] = False,
         json_output: JsonOption = False,
     ) -> None:
-        """The latest consensus weights (from the newest complete race); --push sets them on the chain."""
+        """The latest consensus weights (from the newest complete race); --push sets them on the chain.
+
+        Examples:
+          shoparena arena weights --dir arena
+          shoparena arena weights --dir arena --push
+        """
 
         def read(engine):
             vector = engine.latest_weights()

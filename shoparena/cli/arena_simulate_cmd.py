@@ -15,14 +15,19 @@ from shoparena.cli.common import console, fail, say, say_err
 
 HELP = """Play a competition season on a simulated clock, through the real arena.
 
-Makes ARENA when it is missing (a small generated catalogue and problem bank, `arena init`, the race
-bank via `bank add`), registers the miners' and validators' keys (under ARENA/keys/), serves the real
-signed API on a loopback port and plays DAYS days: each day a race opens with a committed seed, miners
-of the fixed roster submit through the API under cooldowns (admission rejects the malicious ones),
-every validator runs the qualifying and race jobs in the sandbox with strict scoring and the offline
-judge — the last validator lies for a favourite miner —, the race closes, and the weights go to the
-local chain. The season file (schema shoparena.arena-season/1) records it all; the same --seed gives
-the same file apart from its `timing` and `generated_at`.
+Makes ARENA when it is missing or empty (a small generated catalogue and problem bank, `arena init`,
+the race bank via `bank add`; marked as a season's by ARENA/simulated.json), registers the miners' and
+validators' keys (under ARENA/keys/), serves the real signed API on a loopback port and plays DAYS
+days: each day a race opens with a committed seed, miners of the fixed roster submit through the API
+under cooldowns (admission rejects the malicious ones), every validator runs the qualifying and race
+jobs in the sandbox with strict scoring and the offline judge — the last validator lies for a
+favourite miner —, the race closes, and the weights go to the local chain. The season file (schema
+shoparena.arena-season/1) records it all; the same --seed gives the same file apart from its `timing`
+and `generated_at`.
+
+A second season in an arena an earlier `arena simulate` made goes on where that one ended. Any other
+directory is refused: a real arena, a catalogue, anything not empty (a season registers made-up miners
+and validators with stake and pushes weights to the arena's chain).
 
 Roster order (--miners N takes the first N): 1 agentic_model (axis A), 2 narrated_pipeline (axis B),
 3 network_exfil (malicious), 4 crashing (resubmits a fix on day 2), 5 reference_agentic (resubmits
@@ -31,13 +36,35 @@ tagged_agentic, a model loop, on day 3), 6 first_hit
 (malicious), 10 sleeper (times out), 11 answer_table (malicious), 12 frugal_agentic.
 
 Afterwards `shoparena arena serve --dir ARENA` serves the leaderboard at http://127.0.0.1:8742/.
+
+Examples:
+  shoparena arena simulate --dir season --miners 12 --validators 3 --days 5 --seed 1 --json season.json
+  shoparena arena simulate --dir small --miners 5 --validators 2 --days 2 --json small.json
 """
+
+
+def submissions(day) -> str:
+    """A day's submissions as they happened: what the API took (admitted or rejected by admission), then
+    the attempts it refused, which are not submissions (a rejected miner's retry meets its cooldown)."""
+    line = f"{day.submitted} submitted"
+    if day.submitted:
+        line += f" ({day.admitted} admitted, {day.rejected} rejected)"
+    if day.refused_by_cooldown:
+        line += f", {day.refused_by_cooldown} refused by the cooldown"
+    if day.refused > day.refused_by_cooldown:
+        line += f", {day.refused - day.refused_by_cooldown} refused otherwise (see the season file)"
+    return line
 
 
 def register(arena_app: typer.Typer) -> None:
     @arena_app.command("simulate", help=HELP)
     def simulate(
-        arena_dir: Annotated[Path, typer.Option("--dir", help="The arena directory (made when missing).")],
+        arena_dir: Annotated[
+            Path,
+            typer.Option(
+                "--dir", help="The season's arena: a new or empty directory, or one a season made before."
+            ),
+        ],
         json_out: Annotated[Path, typer.Option("--json", help="Where to write the season file.")],
         miners: Annotated[
             int, typer.Option("--miners", min=1, max=12, help="First N miners of the roster.")
@@ -117,8 +144,7 @@ def register(arena_app: typer.Typer) -> None:
         def show(day: DayProgress) -> None:
             crown = f"crown {day.winner[:10]}…" if day.winner else "no crown"
             say_err(
-                f"day {day.day}/{days} · {day.race_id} {day.state} · submitted {day.submitted} "
-                f"(admitted {day.admitted}, rejected {day.rejected}, refused {day.refused}) · jobs "
+                f"day {day.day}/{days} · {day.race_id} {day.state} · {submissions(day)} · jobs "
                 f"{day.qualifying_jobs} qualifying + {day.race_jobs} race · {day.episodes} episodes · "
                 f"{crown}{' (promoted)' if day.promoted else ''} · {day.wall_s:.1f}s"
             )

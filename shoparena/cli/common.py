@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from contextlib import contextmanager
 
@@ -34,6 +35,18 @@ def say(*objects, **options) -> None:
 
 def say_err(*objects, **options) -> None:
     err_console.print(*objects, soft_wrap=True, highlight=False, **options)
+
+
+def duration(seconds: float) -> str:
+    """A wait as a person says it: `30 s`, `59 min`, `2 h`, `2 h 5 min` (minutes rounded up, so waiting
+    that long is enough)."""
+    seconds = max(0, math.ceil(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    hours, minutes = divmod(math.ceil(seconds / 60), 60)
+    if not hours:
+        return f"{minutes} min"
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
 def print_json(data: object) -> None:

@@ -31,7 +31,12 @@ def new_cmd(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the address as JSON.")] = False,
 ) -> None:
-    """Make a new keypair: {"ss58_address", "secret_seed"} in --out, readable by you only."""
+    """Make a new keypair: {"ss58_address", "secret_seed"} in --out, readable by you only.
+
+    Examples:
+      shoparena keys new --out miner.json
+      shoparena keys new --out validator.json --json
+    """
     from shoparena.arena.errors import KeyFileError
     from shoparena.arena.keys import write_key_file
 
@@ -53,7 +58,12 @@ def show_cmd(
     hotkey: WalletHotkeyOption = "default",
     wallet_path: WalletPathOption = None,
 ) -> None:
-    """Print the SS58 address (hotkey) of a key file or wallet hotkey."""
+    """Print the SS58 address (hotkey) of a key file or wallet hotkey.
+
+    Examples:
+      shoparena keys show --key miner.json
+      shoparena keys show --wallet my-wallet --hotkey default
+    """
     say(load_signer(key, wallet, hotkey, wallet_path).ss58_address)
 
 

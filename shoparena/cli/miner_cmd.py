@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from shoparena.cli.arena_cmd import print_violations
-from shoparena.cli.common import console, fail, print_json, say, say_err
+from shoparena.cli.common import console, duration, fail, print_json, say, say_err
 from shoparena.cli.key_options import (
     KeyOption,
     WalletHotkeyOption,
@@ -35,11 +35,28 @@ HINTS = {
     "replay": "the arena has seen this request's nonce already; retry (each request gets a fresh nonce)",
     "signature": "the signature did not verify: the key does not belong to that hotkey, or something altered "
     "the request on the way (a proxy rewriting the body?)",
-    "unknown_hotkey": "ask the arena's operator to register it: "
-    "`shoparena arena register --dir ARENA --hotkey {hotkey} --role miner`",
-    "wrong_role": "this hotkey is registered with another role; miners submit with a miner hotkey",
     "bad_headers": "the request's signature headers were malformed; is the client up to date?",
 }
+REGISTER = {
+    "miner": "shoparena arena register --dir ARENA --hotkey {hotkey} --role miner",
+    "validator": "shoparena arena register --dir ARENA --hotkey {hotkey} --role validator --stake STAKE",
+}
+"""How the arena's operator registers a hotkey for each side (`arena register`)."""
+
+
+def hint(reason: str | None, hotkey: str, role: str) -> str:
+    """What to do about a 401 `reason`, for the side (`role`) whose command was refused."""
+    if reason == "unknown_hotkey":
+        return f"ask the arena's operator to register it: `{REGISTER[role].format(hotkey=hotkey)}`"
+    if reason == "wrong_role":
+        doing = "miners submit" if role == "miner" else "validators evaluate"
+        new = f"{role}.json"
+        register = REGISTER[role].format(hotkey=f'"$(shoparena keys show --key {new})"')
+        return (
+            f"{doing} with a {role} hotkey: make one (`shoparena keys new --out {new}`) and ask the "
+            f"arena's operator to register it: `{register}`"
+        )
+    return HINTS.get(reason or "", "")
 
 
 def open_client(arena: str, key, wallet, hotkey, wallet_path):
@@ -54,20 +71,17 @@ def open_client(arena: str, key, wallet, hotkey, wallet_path):
         raise fail(str(exc)) from None
 
 
-def refused(exc, hotkey: str = "HOTKEY") -> typer.Exit:
-    """A clear one-screen message for every way the arena can refuse."""
+def refused(exc, hotkey: str = "HOTKEY", role: str = "miner") -> typer.Exit:
+    """A clear one-screen message for every way the arena can refuse the `role` side's command."""
     from shoparena.arena.client import ArenaRefused
 
     if not isinstance(exc, ArenaRefused):
         return fail(str(exc))
     if exc.status == 401:
-        return fail(
-            f"refused ({exc.reason}): {exc.message}\n  {HINTS.get(exc.reason or '', '').format(hotkey=hotkey)}".rstrip()
-        )
+        return fail(f"refused ({exc.reason}): {exc.message}\n  {hint(exc.reason, hotkey, role)}".rstrip())
     if exc.status == 429:
-        hours, rest = divmod(exc.retry_after_s or 0, 3600)
         return fail(
-            f"refused (cooldown): {exc.message}\n  wait {hours} h {rest // 60} min before submitting again"
+            f"refused (cooldown): {exc.message}\n  wait {duration(exc.retry_after_s or 0)} before submitting again"
         )
     if exc.status == 413:
         return fail(f"too large: {exc.message} (a submission is one Python file of at most 1 MiB)")
@@ -96,7 +110,13 @@ def submit_cmd(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the arena's answer as JSON.")] = False,
 ) -> None:
-    """Submit AGENT.py: exit 0 when admitted, 1 when admission rejects it, 2 on any other refusal."""
+    """Submit AGENT.py: exit 0 when admitted, 1 when admission rejects it, 2 on any other refusal.
+
+    Examples:
+      shoparena miner submit --key miner.json tests/arena/admission_corpus/benign/reference_pipeline_miner.py
+      shoparena miner submit --arena http://127.0.0.1:8742 --key miner.json agent.py --name v2 --json
+      shoparena miner submit --wallet my-wallet --hotkey default agent.py
+    """
     from shoparena.arena.errors import ArenaError
 
     try:
@@ -150,7 +170,12 @@ def status_cmd(
     wallet_path: WalletPathOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show a submission's status (and, once scored, its results), or list your submissions."""
+    """Show a submission's status (and, once scored, its results), or list your submissions.
+
+    Examples:
+      shoparena miner status --key miner.json
+      shoparena miner status --key miner.json SUBMISSION_ID
+    """
     from shoparena.arena.errors import ArenaError
 
     with open_client(arena, key, wallet, hotkey, wallet_path) as client:

@@ -54,20 +54,20 @@ def serve_cmd(
     Each request is rendered exactly as the hf: agent renders an episode (qwen3 tool calls and tool
     results through the checkpoint's chat template), and the answer carries `tool_calls`,
     `reasoning_content` and `usage`. Point the arena's inference proxy at it with the printed
-    upstream, e.g. for an eval of a miner file:
-
-        shoparena model serve runs/sft/final --name shoparena-distilled --port 8000
-
-        shoparena eval --agent file:miner.py --option \\
-            inference_models=shoparena-distilled=http://127.0.0.1:8000/v1#shoparena-distilled ...
-
-    or for an arena validator: shoparena validator run --inference-models
-    shoparena-distilled=http://127.0.0.1:8000/v1#shoparena-distilled,reference-agentic=offline:reference-agentic
+    upstream (see the examples: an eval of a miner file, an arena validator).
 
     The proxy's allowlist entry is always NAME=http://HOST:PORT/v1#NAME (printed at start; the same
     NAME=UPSTREAM form wherever the proxy is configured); the miner calls
     miner_sdk.chat(messages, tools=..., model="NAME"). --backend vllm needs `pip install vllm` on a
     GPU machine. Runs until Ctrl-C.
+
+    Examples:
+      shoparena model serve runs/sft/final --name distilled --port 8000
+      shoparena model serve runs/sft/final --name distilled --backend vllm --device cuda
+      shoparena eval --catalog cat --problems bank.jsonl --agent file:miner.py --out runs/eval \\
+          --option inference_models=distilled=http://127.0.0.1:8000/v1#distilled
+      shoparena validator run --key validator.json --inference-models \\
+          distilled=http://127.0.0.1:8000/v1#distilled,reference-agentic=offline:reference-agentic
     """
     from shoparena.agents.model_server import start_model_server
     from shoparena.agents.vllm_server import VllmStartError, VllmUnavailable

@@ -90,7 +90,13 @@ def run_cmd(
     """Claim jobs and evaluate them until interrupted (or one with --once).
 
     Exit status with --once: 0 a result was posted (or no job was waiting), 1 the job failed or its
-    lease was lost, 2 this validator cannot evaluate the arena's jobs (catalogue, key, arena)."""
+    lease was lost, 2 this validator cannot evaluate the arena's jobs (catalogue, key, arena).
+
+    Examples:
+      shoparena validator run --once --key validator.json
+      shoparena validator run --key validator.json --workers 4 --catalog cat
+      shoparena validator run --key validator.json --judge openai:gpt-4o-mini
+    """
     from pydantic import ValidationError
 
     from shoparena.agents.base import AgentSpecError
@@ -150,7 +156,7 @@ def run_cmd(
         except JobFailed as exc:
             raise fail(f"{exc} (given back to the queue)", code=1) from None
         except ArenaError as exc:
-            raise refused(exc, validator.hotkey) from None
+            raise refused(exc, validator.hotkey, role="validator") from None
     if report is None:
         if as_json:
             print_json({"job": None})

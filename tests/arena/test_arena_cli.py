@@ -146,7 +146,7 @@ def test_miner_submit_and_status(server, key_file, files):
     assert submission_id in listed.output
     blocked = invoke("miner", "submit", "--arena", server.url, "--key", key_file, benign)
     assert blocked.exit_code == 2 and "cooldown" in blocked.output
-    assert re.search(r"wait (12 h 0|11 h 59) min", blocked.output)
+    assert "wait 12 h before submitting again" in blocked.output
     unknown = invoke("miner", "status", "--arena", server.url, "--key", key_file, "0" * 32)
     assert unknown.exit_code == 2 and "not found" in unknown.output
 
@@ -198,10 +198,73 @@ def test_miner_refusals_are_explained(server, tmp_path, files, validator):
     validator_file = tmp_path / "validator.json"
     write_key_file(validator_file, validator.file)
     wrong = invoke("miner", "submit", "--arena", server.url, "--key", validator_file, benign)
-    assert wrong.exit_code == 2 and "wrong_role" in wrong.output
+    flat = " ".join(wrong.output.split())
+    assert wrong.exit_code == 2 and "wrong_role" in flat and "miners submit with a miner hotkey" in flat
+    assert "--role miner" in flat and "validator hotkey" not in flat
     server.clock.advance(300)
     skewed = invoke("miner", "status", "--arena", server.url, "--key", validator_file)
     assert skewed.exit_code == 2 and "skew" in skewed.output and "sync the clock" in skewed.output
+
+
+def test_validator_refusals_fit_the_validator_side(server, tmp_path, key_file):
+    """A validator run with a miner's key (or an unknown one) is told what a validator needs."""
+    wrong = invoke(
+        "validator", "run", "--once", "--arena", server.url, "--key", key_file, "--sandbox", "none"
+    )
+    flat = " ".join(wrong.output.split())
+    assert wrong.exit_code == 2 and "wrong_role" in flat, wrong.output
+    assert (
+        "validators evaluate with a validator hotkey" in flat
+        and "shoparena keys new --out validator.json" in flat
+    )
+    assert '--hotkey "$(shoparena keys show --key validator.json)" --role validator --stake STAKE' in flat
+    assert "miners submit" not in flat and "--role miner" not in flat
+    stranger = tmp_path / "stranger.json"
+    invoke("keys", "new", "--out", stranger)
+    unknown = invoke(
+        "validator", "run", "--once", "--arena", server.url, "--key", stranger, "--sandbox", "none"
+    )
+    flat = " ".join(unknown.output.split())
+    assert unknown.exit_code == 2 and "unknown_hotkey" in flat
+    assert "--role validator --stake STAKE" in flat and "--role miner" not in flat
+
+
+@pytest.mark.parametrize(
+    ("cooldown_s", "wait"),
+    [
+        (7500, "wait 2 h 5 min before"),
+        (3540, "wait 59 min before"),
+        (45, " s before"),
+    ],
+)
+def test_a_cooldown_says_how_long_to_wait_as_a_person_would(
+    tmp_path, small_catalog_dir, problems_file, server_factory, miner, files, cooldown_s, wait
+):
+    from tests.arena.conftest import make_arena
+
+    arena = make_arena(
+        tmp_path / "arena",
+        small_catalog_dir,
+        problems_file,
+        {"miner": [miner]},
+        cooldown={"full_s": cooldown_s, "security_s": 60, "format_s": 60},
+    )
+    try:
+        server = server_factory(arena)
+        key = tmp_path / "miner.json"
+        from shoparena.arena.keys import write_key_file
+
+        write_key_file(key, miner.file)
+        benign, _ = files
+        assert invoke("miner", "submit", "--arena", server.url, "--key", key, benign).exit_code == 0
+        again = invoke("miner", "submit", "--arena", server.url, "--key", key, benign)
+        flat = " ".join(again.output.split())
+        assert again.exit_code == 2 and "refused (cooldown)" in flat and wait in flat, again.output
+        assert " 0 h" not in flat and " 0 min" not in flat
+        if cooldown_s < 60:
+            assert re.search(r"wait \d+ s before", flat), flat
+    finally:
+        arena.close()
 
 
 def test_miner_submit_local_checks(tmp_path, key_file):

@@ -154,3 +154,56 @@ def test_help_has_examples_of_the_command_itself(path):
     assert "Examples:" in result.output
     after = result.output.split("Examples:", 1)[1]
     assert f"shoparena {' '.join(path)} " in after.split("╭")[0] or f"shoparena {' '.join(path)}\n" in after
+
+
+def _commands(group, path):
+    """(path, command) of every command under a (Typer's click) group."""
+    for name in group.list_commands(None):
+        command = group.get_command(None, name)
+        if hasattr(command, "list_commands"):
+            yield from _commands(command, [*path, name])
+        else:
+            yield [*path, name], command
+
+
+def _examples(help_text: str) -> list[str]:
+    """The command lines of a help's "Examples:" paragraph, continuation lines (`\\`) joined."""
+    lines, current = [], ""
+    section = help_text.split("Examples:\n", 1)[1].split("\n\n", 1)[0]
+    for line in section.splitlines():
+        current = f"{current} {line.strip()}".strip()
+        if current.endswith("\\"):
+            current = current[:-1].strip()
+            continue
+        lines.append(current)
+        current = ""
+    return lines
+
+
+def _parse(root, example: str) -> list[str]:
+    """The command path an example line names, after its arguments parsed as that command parses them
+    (an unknown option, a bad value or a missing required one raises)."""
+    import shlex
+
+    words = shlex.split(example)
+    assert words[0] == "shoparena", example
+    command, path, args = root, [], words[1:]
+    while hasattr(command, "list_commands"):
+        command = command.get_command(None, args[0])
+        assert command is not None, example
+        path.append(args.pop(0))
+    command.make_context(" ".join(path), args)
+    return path
+
+
+def test_every_arena_miner_validator_keys_and_model_command_has_examples_that_parse():
+    """Each has an "Examples:" paragraph with an example of itself; every example is a command line the
+    command it names accepts as written."""
+    import typer.main
+
+    root = typer.main.get_command(app)
+    for group in ("arena", "miner", "validator", "keys", "model"):
+        for path, command in _commands(root.get_command(None, group), [group]):
+            assert command.help and "Examples:\n" in command.help, f"shoparena {' '.join(path)}: no Examples"
+            named = [_parse(root, example) for example in _examples(command.help)]
+            assert path in named, f"shoparena {' '.join(path)}: no example of itself"

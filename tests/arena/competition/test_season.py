@@ -51,6 +51,10 @@ def test_the_season_file_records_the_config_submissions_races_and_weights(played
     )
     for day in range(1, DAYS + 1):
         assert f"day {day}/{DAYS}" in output  # progress per day
+    # the progress line adds up: the refused retry is an attempt, not a submission
+    days = {line.split(" · ")[0]: line for line in output.splitlines() if line.startswith("day ")}
+    assert " · 5 submitted (4 admitted, 1 rejected), 1 refused by the cooldown · " in days[f"day 1/{DAYS}"]
+    assert " · 1 submitted (1 admitted, 0 rejected) · " in days[f"day 2/{DAYS}"]
     # every roster miner submitted on day 1; the crashing miner resubmitted its fix on day 2
     first = [s for s in season.submissions if s.day == 1]
     assert [s.miner for s in first] == [spec.name for spec in ROSTER[:MINERS]]

@@ -1,9 +1,11 @@
 """The season's small parts: the simulated clock, the seeded ids and race seeds, the season file's
-comparable form, and the command's refusals of bad options (no season is played here)."""
+comparable form, the command's refusals of bad options and of directories that are not a season's own
+(no season is played here)."""
 
 from __future__ import annotations
 
 import re
+import shutil
 from datetime import timedelta
 
 import pytest
@@ -11,10 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from shoparena.arena import open_arena
 from shoparena.arena.competition.season.clock import SEASON_EPOCH, SimClock
 from shoparena.arena.competition.season.driver import race_seed, seeded_ids
-from shoparena.arena.competition.season.setup import SeasonSettings, open_or_init
+from shoparena.arena.competition.season.setup import SIMULATED_MARKER, SeasonSettings, open_or_init
 from shoparena.cli import app
+from tests.arena.conftest import Key
 
 runner = CliRunner()
 
@@ -90,3 +94,76 @@ def test_a_season_that_asks_for_bwrap_where_it_cannot_run_stops_before_it_starts
     with pytest.warns(UserWarning, match="WITHOUT a sandbox"):
         assert resolve_sandbox("auto") == "none"
     assert resolve_sandbox("none") == "none"
+
+
+# -- where a season may play -------------------------------------------------------------------------------
+SMALL = {"products": 200, "qualifying_bank": 3, "race_bank": 4}
+
+
+def simulate_in(where, tmp_path):
+    return runner.invoke(
+        app,
+        ["arena", "simulate", "--dir", str(where), "--json", str(tmp_path / "season.json"), "--miners", "1",
+         "--days", "1", "--sandbox", "none"],
+    )  # fmt: skip
+
+
+def contents(directory) -> dict[str, int]:
+    return {str(p.relative_to(directory)): p.stat().st_size for p in sorted(directory.rglob("*"))}
+
+
+def test_simulate_refuses_a_directory_that_is_not_empty_and_not_a_seasons(tmp_path, small_catalog_dir):
+    catalog = tmp_path / "cat"
+    shutil.copytree(small_catalog_dir, catalog)
+    before = contents(catalog)
+    result = simulate_in(catalog, tmp_path)
+    assert result.exit_code == 2
+    flat = " ".join(result.output.split())
+    assert str(catalog) in flat and "is not empty and is not an arena the season simulator made" in flat
+    assert "validators with stake and chain weights" in flat and "new or empty directory" in flat
+    assert contents(catalog) == before  # nothing written: no arena.db, world/, keys/, chain/
+    assert not (tmp_path / "season.json").exists()
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("hello\n")
+    result = simulate_in(a_file, tmp_path)
+    assert result.exit_code == 2 and "is not a directory" in result.output
+    assert a_file.read_text() == "hello\n"
+
+
+def test_simulate_refuses_an_arena_it_did_not_make(tmp_path, small_catalog_dir, problems_file):
+    arena = tmp_path / "arena"
+    made = runner.invoke(
+        app,
+        ["arena", "init", "--dir", str(arena), "--catalog", str(small_catalog_dir), "--problems", str(problems_file)],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    hotkey = Key().hotkey
+    registered = runner.invoke(
+        app, ["arena", "register", "--dir", str(arena), "--hotkey", hotkey, "--role", "miner"]
+    )
+    assert registered.exit_code == 0, registered.output
+    before = contents(arena)
+    result = simulate_in(arena, tmp_path)
+    assert result.exit_code == 2
+    flat = " ".join(result.output.split())
+    assert str(arena) in flat and "is an arena the season simulator did not make" in flat
+    assert "validators with stake and chain weights" in flat
+    assert contents(arena) == before
+    with open_arena(arena) as opened:
+        assert [(n.hotkey, n.role) for n in opened.metagraph.all()] == [(hotkey, "miner")]
+
+
+def test_a_season_makes_an_empty_directory_its_arena_and_reopens_only_its_own(tmp_path):
+    arena_dir = tmp_path / "arena"
+    arena_dir.mkdir()
+    with open_or_init(arena_dir, SeasonSettings(**SMALL)) as arena:
+        created_at = arena.config.created_at
+    assert (arena_dir / SIMULATED_MARKER).is_file()
+    with open_or_init(arena_dir, SeasonSettings(**SMALL)) as arena:  # a second season goes on in it
+        assert arena.config.created_at == created_at
+    # an arena a season made before seasons marked theirs (created on the season's clock) is the
+    # simulator's too, and is marked now
+    (arena_dir / SIMULATED_MARKER).unlink()
+    with open_or_init(arena_dir, SeasonSettings(**SMALL)) as arena:
+        assert arena.config.created_at == created_at
+    assert (arena_dir / SIMULATED_MARKER).is_file()

@@ -270,6 +270,7 @@ class Season:
         self._timed("close", started)
 
         new = self.submissions[before[0] :]
+        refused = self.refusals[before[1] :]
         progress = DayProgress(
             day=day,
             race_id=closed.race_id if closed else race.race_id,
@@ -277,7 +278,8 @@ class Season:
             submitted=len(new),
             admitted=sum(1 for s in new if s.status == "admitted"),
             rejected=sum(1 for s in new if s.status == "rejected"),
-            refused=len(self.refusals) - before[1],
+            refused=len(refused),
+            refused_by_cooldown=sum(1 for r in refused if r.error == "cooldown"),
             qualifying_jobs=qualifying[0],
             race_jobs=racing[0],
             episodes=qualifying[1] + racing[1],

@@ -98,6 +98,9 @@ class DayProgress(BaseModel):
     admitted: int
     rejected: int
     refused: int
+    """Attempts the API refused (not counted in `submitted`)."""
+    refused_by_cooldown: int = 0
+    """Of `refused`, those that met the hotkey's cooldown (429)."""
     qualifying_jobs: int
     race_jobs: int
     episodes: int

@@ -2,6 +2,11 @@
 with the season's settings, the race bank (`bank add`), and the miners' and validators' keys,
 registered in the metagraph.
 
+A season registers made-up miners and validators with stake in the arena's metagraph, races them and
+pushes weights to its chain, so it plays only in a directory of its own: a missing or empty one (marked
+with `simulated.json` before anything else is written) or one an earlier season marked. Anything else —
+a real arena, a catalogue, any other non-empty directory — is refused.
+
 Keys are derived from the season seed (a hash of seed, role and index), so the same seed gives the
 same hotkeys and the season file can be compared across runs. They are written as ordinary key files
 (mode 0600) under `ARENA/keys/`, where `shoparena miner status --key …` can use them afterwards.
@@ -10,6 +15,7 @@ same hotkeys and the season file can be compared across runs. They are written a
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -19,12 +25,15 @@ from shoparena.arena import Arena, open_arena
 from shoparena.arena.competition.models import CompetitionConfig
 from shoparena.arena.competition.season.clock import SEASON_EPOCH
 from shoparena.arena.competition.season.roster import FAVOURITE_SLOT
-from shoparena.arena.config import CONFIG_FILE
+from shoparena.arena.config import CONFIG_FILE, read_config
+from shoparena.arena.errors import ArenaError
 from shoparena.arena.keys import KeyFile, keypair_from_seed, write_key_file
 from shoparena.arena.ledger import CooldownPolicy
 from shoparena.arena.models import EvaluationSettings, JobPolicy
 
 KEYS_DIR = "keys"
+SIMULATED_MARKER = "simulated.json"
+"""The file that marks a directory as the season simulator's arena (see the module)."""
 HONEST_STAKE = 100.0
 DISHONEST_STAKE = 40.0
 """The dishonest validator holds a minority of the stake whatever the number of validators."""
@@ -154,11 +163,60 @@ def build_world(arena_dir: Path, settings: SeasonSettings, sandbox_timeout_s: fl
     return world
 
 
+def claim_for_season(arena_dir: Path) -> None:
+    """Make sure a season may play in `arena_dir`, marking it when it is missing or empty; an
+    `ArenaError` naming the directory and the reason otherwise."""
+    arena_dir = Path(arena_dir)
+    marker = arena_dir / SIMULATED_MARKER
+    if marker.is_file():
+        return
+    fake = "made-up miners, validators with stake and chain weights"
+    if arena_dir.exists() and not arena_dir.is_dir():
+        raise ArenaError(f"{arena_dir} is not a directory; simulate in a new or empty directory")
+    held = sorted(p.name for p in arena_dir.iterdir()) if arena_dir.exists() else []
+    if (arena_dir / CONFIG_FILE).exists():
+        if not _made_by_an_older_season(arena_dir):
+            raise ArenaError(
+                f"{arena_dir} is an arena the season simulator did not make (it has no {SIMULATED_MARKER}): "
+                f"a season would put {fake} into it. Simulate in a new or empty directory"
+            )
+    elif held:
+        shown = ", ".join(held[:5]) + (", …" if len(held) > 5 else "")
+        raise ArenaError(
+            f"{arena_dir} is not empty and is not an arena the season simulator made (it holds {shown}): a "
+            f"season would write an arena into it (arena.json, arena.db, world/, keys/, chain/) with {fake}. "
+            "Simulate in a new or empty directory"
+        )
+    arena_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(
+        json.dumps(
+            {
+                "made_by": "shoparena arena simulate",
+                "about": "a simulated season's arena: its miners, validators, stakes and weights are made up",
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+
+
+def _made_by_an_older_season(arena_dir: Path) -> bool:
+    """An arena a season made before seasons marked theirs: created on the season's clock (`arena init`
+    stamps the machine's)."""
+    try:
+        return read_config(arena_dir).created_at == SEASON_EPOCH
+    except ArenaError:
+        return False
+
+
 def open_or_init(arena_dir: Path, settings: SeasonSettings) -> Arena:
-    """The season's arena: made with `arena init` + `bank add` when `arena_dir` is new, else reopened."""
+    """The season's arena: made with `arena init` + `bank add` when `arena_dir` is new (or empty), else
+    reopened when a season made it; any other directory is refused (`claim_for_season`)."""
     from shoparena.arena import init_arena
 
     arena_dir = Path(arena_dir)
+    claim_for_season(arena_dir)
     if (arena_dir / CONFIG_FILE).exists():
         return open_arena(arena_dir)
     world = build_world(arena_dir, settings)
