@@ -29,6 +29,7 @@ from shoparena.agents.base import (
     AGENT_KINDS,
     Agent,
     AgentRun,
+    AgentSpecError,
     ProblemView,
     RunnerError,
     make_agent,
@@ -184,6 +185,8 @@ class Executor:
 
 
 def _build_error(config: WorkerConfig, exc: BaseException) -> RunnerError:
+    if isinstance(exc, AgentSpecError):  # already says which agent and what to write instead
+        return RunnerError(str(exc))
     return RunnerError(f"agent {config.agent_spec!r} could not be built: {type(exc).__name__}: {exc}")
 
 
@@ -220,7 +223,7 @@ def _worker_main(config: WorkerConfig, conn: Connection) -> None:
     try:
         worker = EpisodeWorker(config)
     except BaseException as exc:
-        conn.send(("init-error", f"{type(exc).__name__}: {exc}"))
+        conn.send(("init-error", str(_build_error(config, exc))))
         return
     conn.send(("ready", worker.identity))
     try:
@@ -281,7 +284,7 @@ class ProcessExecutor(Executor):
             raise RunnerError(str(died).format(code=process.exitcode)) from exc
         if kind == "init-error":
             process.join(5)
-            raise RunnerError(f"agent {self.config.agent_spec!r} could not be built: {payload}")
+            raise RunnerError(payload)
         self.identity = payload
         return slot
 

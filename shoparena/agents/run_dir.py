@@ -61,6 +61,12 @@ class RunLock:
             os.close(self.fd)  # closing the descriptor releases the lock
             self.fd = None
 
+    def discard(self) -> None:
+        """Remove the lock file, then release: for a run directory given up before it held anything."""
+        if self.fd is not None:
+            self.path.unlink(missing_ok=True)
+        self.release()
+
 
 # -- run.json -------------------------------------------------------------------------------------
 

@@ -2,10 +2,12 @@
 
 `run_eval(config)` takes three named steps. `open_run` locks the run directory, loads the problems,
 refuses to resume a run made under a different configuration, and reads what the directory already
-holds (a last line cut short by an interrupted run is truncated away). `run_tasks` hands every missing
-(problem, sample) pair to the executor and scores, judges and appends each episode as it arrives (live
-ASR). `finish_run` writes the final metrics, computed by the very function `shoparena score` uses, so
-the two always agree. An episode that ended in an agent error (crash, timeout) is scored as a failure
+holds (a last line cut short by an interrupted run is truncated away). `run_tasks` builds the agent —
+only then is the directory claimed (run.json written), so an agent that cannot be built leaves no
+trace, and a directory this eval created is removed again — hands every missing (problem, sample)
+pair to the executor and scores, judges and appends each episode as it arrives (live ASR).
+`finish_run` writes the final metrics, computed by the very function `shoparena score` uses, so the
+two always agree. An episode that ended in an agent error (crash, timeout) is scored as a failure
 whatever it recommended: its recommendation is kept in the record, but no answer is counted for it.
 """
 
@@ -16,6 +18,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from shoparena.agents.config import EvalConfig, RunConfig, WorkerConfig, redact,
 from shoparena.agents.episodes import EpisodeDigest, EpisodeTask
 from shoparena.agents.executors import TIMEOUT_ERROR, make_executor
 from shoparena.agents.run_dir import (
+    RUN_FILE,
     TRAJECTORIES_FILE,
     RunLock,
     TrajectoryLog,
@@ -159,6 +163,8 @@ class OpenRun:
     similarity: TitleSimilarity
     progress: RunProgress
     digests: list[EpisodeDigest] = field(default_factory=list)
+    created: list[Path] = field(default_factory=list)
+    """The directories this eval made for `run_dir` (itself first): removed again if it never claims it."""
     backend: CatalogBackend | None = None
     scorer: RuleScorer | None = None
 
@@ -181,23 +187,49 @@ class OpenRun:
             if self.backend is not None:
                 self.backend.close()
         finally:
-            self.lock.release()
+            release_run_dir(self.run_dir, self.lock, self.created)
+
+
+def release_run_dir(run_dir: Path, lock: RunLock, created: list[Path]) -> None:
+    """Release the lock; a directory this eval created but never claimed (no run.json: the agent was
+    never built, or the problems never loaded) is removed again, so a failed start leaves nothing."""
+    if not created or (run_dir / RUN_FILE).exists():
+        lock.release()
+        return
+    lock.discard()
+    for path in created:  # the run directory first, then the parents made for it; only while empty
+        with suppress(OSError):
+            path.rmdir()
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
 
 
 def open_run(config: EvalConfig, *, judged: bool, similarity: TitleSimilarity | None = None) -> OpenRun:
-    """Lock `config.out`, load and check everything the run needs; nothing runs yet."""
+    """Lock `config.out`, load and check everything the run needs; nothing runs yet, nothing is written."""
     run_dir = config.out
+    created = _missing_dirs(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = RunLock(run_dir).acquire()
     try:
-        return _open_locked(config, run_dir, lock, judged, similarity)
+        return _open_locked(config, run_dir, lock, judged, similarity, created)
     except BaseException:
-        lock.release()
+        release_run_dir(run_dir, lock, created)
         raise
 
 
 def _open_locked(
-    config: EvalConfig, run_dir: Path, lock: RunLock, judged: bool, similarity: TitleSimilarity | None
+    config: EvalConfig,
+    run_dir: Path,
+    lock: RunLock,
+    judged: bool,
+    similarity: TitleSimilarity | None,
+    created: list[Path],
 ) -> OpenRun:
     from shoparena.index.catalog_dir import open_catalog
 
@@ -210,8 +242,11 @@ def _open_locked(
 
     trajectories = run_dir / TRAJECTORIES_FILE
     previous = load_run_config(run_dir)
-    if previous is None and trajectories.exists() and trajectories.stat().st_size:
+    recorded = trajectories.exists() and trajectories.stat().st_size > 0
+    if previous is None and recorded:
         raise RunnerError(f"{run_dir} holds {TRAJECTORIES_FILE} but no run.json: not a run to resume")
+    if previous is not None and previous.agent is None and not recorded:
+        previous = None  # left by an earlier version's failed start (its agent never built): no run
     record = RunConfig(
         run_id=previous.run_id if previous else uuid.uuid4().hex[:12],
         name=config.name or (previous.name if previous else config.agent),
@@ -252,7 +287,10 @@ def _open_locked(
             progress.resumed += 1
             progress.count(digest)
     progress.done = progress.resumed
-    run = OpenRun(config, run_dir, lock, selected, record, previous, log, title_similarity, progress, digests)
+    run = OpenRun(
+        config, run_dir, lock, selected, record, previous, log, title_similarity, progress, digests,
+        created=created,
+    )  # fmt: skip
     run.backend = open_catalog(config.catalog)
     try:
         adopt_suite_embeddings(selected, title_similarity)
@@ -284,8 +322,9 @@ def score_summary(scorer: RuleScorer, problem: Problem, answer: Answer, answered
 
 
 def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | None = None) -> int:
-    """Run every missing episode; returns how many ran. run.json says `running` while they do, and
-    `interrupted` if anything (Ctrl-C included) stops them."""
+    """Run every missing episode; returns how many ran. The run directory is claimed only once the
+    agent is built: run.json says `running` from then on while episodes run, and `interrupted` if
+    anything (Ctrl-C included) stops them; an agent that cannot be built writes nothing."""
     tasks = list(run.planned())
     if not tasks:
         if run.previous is None:
@@ -295,11 +334,16 @@ def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | Non
     config = run.config
     worker = WorkerConfig.of(config, run.record.run_id, dict(AGENT_KINDS))
     executor = make_executor(config.executor, worker, min(config.workers, len(tasks)))
-    writer = TrajectoryWriter(run.run_dir / TRAJECTORIES_FILE)
-    ran = 0
     try:
         run.record.agent = executor.start()
+    except BaseException:
+        executor.close()
+        raise
+    writer: TrajectoryWriter | None = None
+    ran = 0
+    try:
         run.save("running")
+        writer = TrajectoryWriter(run.run_dir / TRAJECTORIES_FILE)
         for output in executor.run(tasks):
             digest = output.digest
             problem = run.problems[digest.answer.index or 0]
@@ -320,7 +364,8 @@ def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | Non
         run.save("interrupted")
         raise
     finally:
-        writer.close()
+        if writer is not None:
+            writer.close()
         executor.close()
     return ran
 

@@ -386,13 +386,64 @@ def test_an_unbuildable_agent_is_a_clear_error(small_catalog_dir, run_suite, tmp
                     small_catalog_dir,
                     path,
                     "double:x",
-                    tmp_path / executor,
+                    tmp_path / executor / "run",
                     options={"no_such_option": 1},
                     executor=executor,
                 )
             )
+        assert not (tmp_path / executor).exists()  # the directories it made are gone again
     with pytest.raises(ValidationError, match="KIND:TARGET"):
         eval_config(small_catalog_dir, path, "double", tmp_path / "y")
+
+
+# -- a failed start claims nothing ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("executor", ["inline", "process"])
+def test_a_failed_start_leaves_the_directory_free_for_the_corrected_command(
+    small_catalog_dir, run_suite, tmp_path, executor
+):
+    """A typo in the agent (kind, option, path) fails before any episode: run.json is not written, so
+    the corrected command runs in the same directory; a directory that existed before keeps only
+    what it held."""
+    path, _, _ = run_suite
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "mine.txt").write_text("kept")
+    typos = [
+        ("bogus:x", {}, "unknown kind 'bogus'"),
+        ("reference:pipeline", {"foo": 1}, "agent reference:pipeline takes no option 'foo'"),
+        ("file:" + str(tmp_path / "missing.py"), {}, "does not exist"),
+        ("hf:" + str(tmp_path / "no-such-dir"), {}, "no such directory"),
+    ]
+    for agent, options, message in typos:
+        with pytest.raises(RunnerError, match=message):
+            run_eval(
+                eval_config(small_catalog_dir, path, agent, out, options=options, executor=executor, limit=2)
+            )
+        assert sorted(p.name for p in out.iterdir()) == ["mine.txt", "run.lock"]
+    result = run_eval(
+        eval_config(small_catalog_dir, path, "reference:pipeline", out, executor=executor, limit=2)
+    )
+    assert result.episodes_run == 2
+    assert orjson.loads((out / RUN_FILE).read_bytes())["agent_spec"] == "reference:pipeline"
+
+
+def test_a_run_json_left_by_an_earlier_failed_start_is_no_run(small_catalog_dir, run_suite, tmp_path):
+    """Earlier versions wrote run.json (agent null, no episode) before the agent failed to build:
+    such a directory is free for any configuration, not 'a run with a different configuration'."""
+    path, _, _ = run_suite
+    first = tmp_path / "first"
+    run_eval(eval_config(small_catalog_dir, path, "double:a", first, limit=1))
+    stale = orjson.loads((first / RUN_FILE).read_bytes())
+    stale.update(agent=None, agent_spec="bogus:x", status="interrupted")
+    out = tmp_path / "poisoned"
+    out.mkdir()
+    (out / RUN_FILE).write_bytes(orjson.dumps(stale))
+    (out / TRAJECTORIES_FILE).touch()
+    result = run_eval(eval_config(small_catalog_dir, path, "double:b", out, limit=1))
+    run = orjson.loads((out / RUN_FILE).read_bytes())
+    assert result.episodes_run == 1 and run["agent_spec"] == "double:b" and run["run_id"] != stale["run_id"]
 
 
 # -- executors agree ------------------------------------------------------------------------------
