@@ -36,12 +36,16 @@ from shoparena.agents.base import (
     one_line_warning,
 )
 from shoparena.agents.config import EXECUTORS, AgentIdentity, WorkerConfig, utc_now
-from shoparena.agents.episodes import EpisodeOutput, EpisodeTask, episode_record, failed_record
+from shoparena.agents.episodes import (
+    TIMEOUT_ERROR,
+    EpisodeOutput,
+    EpisodeTask,
+    episode_record,
+    failed_record,
+)
 from shoparena.harness.episode import Episode, load_shops
 from shoparena.harness.tool_specs import tool_schemas
 from shoparena.records.trajectory import TrajectoryRecord
-
-TIMEOUT_ERROR = "timeout"
 
 
 class EpisodeTimeout(BaseException):

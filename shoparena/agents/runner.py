@@ -9,6 +9,9 @@ pair to the executor and scores, judges and appends each episode as it arrives (
 `finish_run` writes the final metrics, computed by the very function `shoparena score` uses, so the
 two always agree. An episode that ended in an agent error (crash, timeout) is scored as a failure
 whatever it recommended: its recommendation is kept in the record, but no answer is counted for it.
+With `retry_errors`, a resumed run re-runs the episodes whose record holds a model-endpoint error or a
+timeout (`episodes.error_kind`); the new record is appended and, as the newest of its (problem,
+sample), is the one that counts; the errored one stays in the file.
 """
 
 from __future__ import annotations
@@ -89,6 +92,8 @@ class RunResult(BaseModel):
     run_id: str
     episodes_run: int
     episodes_resumed: int
+    episodes_retried: int = 0
+    """Of `episodes_run`, how many re-ran an errored episode (`retry_errors`)."""
     dropped_partial_line: bool
     metrics: dict = Field(default_factory=dict)
     wall_s: float
@@ -162,7 +167,12 @@ class OpenRun:
     log: TrajectoryLog
     similarity: TitleSimilarity
     progress: RunProgress
-    digests: list[EpisodeDigest] = field(default_factory=list)
+    digests: dict[tuple[str, int], EpisodeDigest] = field(default_factory=dict)
+    """The newest recorded episode of each (problem, sample): what counts."""
+    retry: set[tuple[str, int]] = field(default_factory=set)
+    """Recorded episodes to run again (`retry_errors`: their record holds a retryable error)."""
+    attempts: dict[tuple[str, int], int] = field(default_factory=dict)
+    """How many records each (problem, sample) has in trajectories.jsonl."""
     created: list[Path] = field(default_factory=list)
     """The directories this eval made for `run_dir` (itself first): removed again if it never claims it."""
     backend: CatalogBackend | None = None
@@ -171,11 +181,13 @@ class OpenRun:
     def planned(self) -> Iterator[EpisodeTask]:
         """The tasks still to run, sample-major: every problem's first sample before any second, so
         pass@1 fills in first."""
-        done = {digest.key for digest in self.digests}
+        done = {key for key in self.digests if key not in self.retry}
         for sample in range(self.config.samples):
             for index, problem in enumerate(self.problems):
-                if (problem.problem_id or "", sample) not in done:
-                    yield EpisodeTask(index=index, sample=sample, problem=problem)
+                key = (problem.problem_id or "", sample)
+                if key not in done:
+                    attempt = self.attempts.get(key, 0)
+                    yield EpisodeTask(index=index, sample=sample, problem=problem, attempt=attempt)
 
     def save(self, status: str) -> None:
         self.record.status = status
@@ -280,16 +292,19 @@ def _open_locked(
             )
     log = read_trajectories(trajectories, repair=True)
     planned = {(p.problem_id or "", s) for p in selected for s in range(config.samples)}
-    digests = [EpisodeDigest.of(r) for r in log.records]
+    digests = {record.key: EpisodeDigest.of(record) for record in log.records}
+    retry: set[tuple[str, int]] = set()
+    if config.retry_errors:
+        retry = {key for key, digest in digests.items() if key in planned and digest.retryable}
     progress = RunProgress(total=len(planned))
-    for digest in digests:
-        if digest.key in planned:
+    for key, digest in digests.items():
+        if key in planned and key not in retry:
             progress.resumed += 1
             progress.count(digest)
     progress.done = progress.resumed
     run = OpenRun(
         config, run_dir, lock, selected, record, previous, log, title_similarity, progress, digests,
-        created=created,
+        retry=retry, attempts=dict(log.attempts), created=created,
     )  # fmt: skip
     run.backend = open_catalog(config.catalog)
     try:
@@ -322,9 +337,9 @@ def score_summary(scorer: RuleScorer, problem: Problem, answer: Answer, answered
 
 
 def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | None = None) -> int:
-    """Run every missing episode; returns how many ran. The run directory is claimed only once the
-    agent is built: run.json says `running` from then on while episodes run, and `interrupted` if
-    anything (Ctrl-C included) stops them; an agent that cannot be built writes nothing."""
+    """Run every missing episode (and those to retry); returns how many ran. The run directory is
+    claimed only once the agent is built: run.json says `running` from then on while episodes run, and
+    `interrupted` if anything (Ctrl-C included) stops them; an agent that cannot be built writes nothing."""
     tasks = list(run.planned())
     if not tasks:
         if run.previous is None:
@@ -354,7 +369,8 @@ def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | Non
                 verdict = _judge(judge, record, problem)
             writer.write_line(complete_line(output.body, score, verdict))
             digest = digest.model_copy(update={"success": bool(score.success), "judge": verdict})
-            run.digests.append(digest)
+            run.digests[digest.key] = digest  # the newest record of its (problem, sample) counts
+            run.attempts[digest.key] = run.attempts.get(digest.key, 0) + 1
             ran += 1
             run.progress.done += 1
             run.progress.count(digest)
@@ -391,7 +407,7 @@ def finish_run(run: OpenRun, ran: int, started: float) -> RunResult:
     run.save("complete")
     config = run.config
     metrics = compute_metrics(
-        run.digests,
+        list(run.digests.values()),
         run.problems,
         config.samples,
         run.backend,
@@ -400,6 +416,7 @@ def finish_run(run: OpenRun, ran: int, started: float) -> RunResult:
         config.bootstrap,
         config.seed,
         wall,
+        attempts=run.attempts,
     )
     metrics["timing"]["episodes_run"] = ran
     metrics["timing"]["episodes_per_s"] = ran / wall if wall > 0 and ran else None
@@ -409,6 +426,7 @@ def finish_run(run: OpenRun, ran: int, started: float) -> RunResult:
         run_id=run.record.run_id,
         episodes_run=ran,
         episodes_resumed=run.progress.resumed,
+        episodes_retried=len(run.retry),
         dropped_partial_line=run.log.truncated_tail,
         metrics=metrics,
         wall_s=time.perf_counter() - started,
