@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -122,7 +124,36 @@ def make_agent(spec: str, **options: Any) -> Agent:
         )
     module_name, _, factory_name = AGENT_KINDS[kind].partition(":")
     factory = getattr(importlib.import_module(module_name), factory_name)
+    if not _takes_any_keyword(factory):  # a factory taking **options checks them itself (or passes them on)
+        check_options(spec, factory, options, skip=1)
     return factory(target, **options)
+
+
+def option_names(function: Callable[..., Any], skip: int = 0) -> list[str]:
+    """The keyword options `function` (a factory or an agent class) takes, read from its signature,
+    leaving out its first `skip` parameters (the spec's target) and any **kwargs."""
+    parameters = list(inspect.signature(function).parameters.values())[skip:]
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in parameters if p.kind in keyword]
+
+
+def check_options(agent: str, function: Callable[..., Any], options: dict[str, Any], skip: int = 0) -> None:
+    """Refuse options `function` does not take, naming the ones it does: `agent reference:pipeline
+    takes no option 'foo'; its options: protocol, seed` rather than Python's TypeError."""
+    names = option_names(function, skip)
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        which = "option" if len(unknown) == 1 else "options"
+        raise AgentSpecError(
+            f"agent {agent} takes no {which} {', '.join(map(repr, unknown))}; "
+            f"its options: {', '.join(names) or 'none'}"
+        )
+
+
+def _takes_any_keyword(function: Callable[..., Any]) -> bool:
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(function).parameters.values()
+    )
 
 
 def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -109,6 +109,12 @@ class EvalConfig(BaseModel):
         description="Seconds per episode; past it the episode fails as a timeout.",
     )
     limit: int | None = Field(None, ge=1, description="Only the first N problems of the file.")
+    retry_errors: bool = Field(
+        False,
+        description="Resuming, re-run the episodes recorded with a model-endpoint error (connection, "
+        "HTTP) or a timeout; the new record counts, the old one stays in the file. The agent's own "
+        "crashes stay failures.",
+    )
     sandbox: Annotated[Literal["bwrap", "container", "none"] | None, AgentOption({"file": "sandbox"})] = (
         Field(
             None,
@@ -271,7 +277,8 @@ RESULT_DEFINING = (
     "similarity",
 )
 """What a resumed run must share with the original: anything that changes an episode or its score.
-Samples, limit, workers, executor and timeout may change (more samples or problems extend the run)."""
+Samples, limit, workers, executor, timeout and retry_errors may change (more samples or problems
+extend the run)."""
 
 
 class RunConfig(BaseModel):

@@ -8,6 +8,8 @@ record; nothing is copied field by field between intermediate shapes.
 
 from __future__ import annotations
 
+import re
+
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,16 +35,50 @@ from shoparena.scoring.answers import Answer
 
 LATE_FIELDS = frozenset({"score", "judge"})
 """What the parent adds to a worker's record: appended last on each trajectories.jsonl line."""
+TIMEOUT_ERROR = "timeout"
+"""The error of an episode that ran past its deadline (`--timeout`)."""
+ENDPOINT_ERROR = re.compile(r"https?://\S+: ")
+"""How a model endpoint's failure reads: the OpenAI-compatible client's `ModelError` names the URL
+first (`URL: gave up after N attempts; last error: …` once its own retries are spent, `URL: MESSAGE`
+for a request the endpoint rejected), and the chat loop records it as the episode's error."""
+RETRYABLE_ERRORS = ("endpoint", TIMEOUT_ERROR)
+"""The error kinds `--retry-errors` re-runs: they say nothing about the agent's policy."""
+
+
+def error_kind(error: str) -> str:
+    """The kind of an episode's `outcome.error` (metrics' `errors_by_kind`):
+
+    - `endpoint`: the model endpoint could not be reached, did not answer in time, or refused the
+      request (connection failure, HTTP error) after the client's own retries;
+    - `timeout`: the episode ran past `--timeout` (an overloaded endpoint, or the agent's own slowness);
+    - `worker crashed`: the process running the episode died (killed, out of memory, a native crash);
+    - `agent crashed`: the agent's code raised;
+    - `agent error`: anything else the agent reported (a failed local model call, output it could not
+      use, a miner's malformed steps, a reference agent's exception).
+
+    Every kind scores as a failure; `endpoint` and `timeout` are the ones `--retry-errors` re-runs.
+    """
+    if error == TIMEOUT_ERROR:
+        return TIMEOUT_ERROR
+    if ENDPOINT_ERROR.match(error):
+        return "endpoint"
+    if error.startswith("worker crashed"):
+        return "worker crashed"
+    if error.startswith("agent crashed"):
+        return "agent crashed"
+    return "agent error"
 
 
 class EpisodeTask(BaseModel):
-    """One (problem, sample) pair to run; `index` is the problem's 0-based position in the problems file."""
+    """One (problem, sample) pair to run; `index` is the problem's 0-based position in the problems file,
+    `attempt` how many records of the pair the run holds already (a re-run after an error: 1 or more)."""
 
     model_config = ConfigDict(extra="forbid")
 
     index: int
     sample: int
     problem: Problem
+    attempt: int = 0
 
     @property
     def key(self) -> tuple[str, int]:
@@ -64,8 +100,14 @@ def _record(
 ) -> TrajectoryRecord:
     problem = task.problem
     problem_id = problem.problem_id or ""
+    if task.attempt:
+        retried = (
+            f"attempt {task.attempt + 1} of this (problem, sample), re-run with --retry-errors after a "
+            "model-endpoint error or timeout; the earlier record stays in trajectories.jsonl, superseded"
+        )
+        outcome = outcome.model_copy(update={"notes": [retried, *outcome.notes]})
     return TrajectoryRecord(
-        record_id=TrajectoryRecord.make_id(config.run_id, problem_id, task.sample),
+        record_id=TrajectoryRecord.make_id(config.run_id, problem_id, task.sample, task.attempt),
         run_id=config.run_id,
         sample=task.sample,
         agent=AgentInfo(
@@ -180,6 +222,15 @@ class EpisodeDigest(BaseModel):
     @property
     def key(self) -> tuple[str, int]:
         return self.answer.problem_id or "", self.answer.sample
+
+    @property
+    def error_kind(self) -> str | None:
+        return error_kind(self.error) if self.error else None
+
+    @property
+    def retryable(self) -> bool:
+        """Whether `--retry-errors` re-runs this episode (see `error_kind`)."""
+        return self.error_kind in RETRYABLE_ERRORS
 
     @classmethod
     def of(cls, record: TrajectoryRecord) -> EpisodeDigest:

@@ -29,18 +29,23 @@ from shoparena.agents.base import (
     AGENT_KINDS,
     Agent,
     AgentRun,
+    AgentSpecError,
     ProblemView,
     RunnerError,
     make_agent,
     one_line_warning,
 )
 from shoparena.agents.config import EXECUTORS, AgentIdentity, WorkerConfig, utc_now
-from shoparena.agents.episodes import EpisodeOutput, EpisodeTask, episode_record, failed_record
+from shoparena.agents.episodes import (
+    TIMEOUT_ERROR,
+    EpisodeOutput,
+    EpisodeTask,
+    episode_record,
+    failed_record,
+)
 from shoparena.harness.episode import Episode, load_shops
 from shoparena.harness.tool_specs import tool_schemas
 from shoparena.records.trajectory import TrajectoryRecord
-
-TIMEOUT_ERROR = "timeout"
 
 
 class EpisodeTimeout(BaseException):
@@ -184,6 +189,8 @@ class Executor:
 
 
 def _build_error(config: WorkerConfig, exc: BaseException) -> RunnerError:
+    if isinstance(exc, AgentSpecError):  # already says which agent and what to write instead
+        return RunnerError(str(exc))
     return RunnerError(f"agent {config.agent_spec!r} could not be built: {type(exc).__name__}: {exc}")
 
 
@@ -220,7 +227,7 @@ def _worker_main(config: WorkerConfig, conn: Connection) -> None:
     try:
         worker = EpisodeWorker(config)
     except BaseException as exc:
-        conn.send(("init-error", f"{type(exc).__name__}: {exc}"))
+        conn.send(("init-error", str(_build_error(config, exc))))
         return
     conn.send(("ready", worker.identity))
     try:
@@ -281,7 +288,7 @@ class ProcessExecutor(Executor):
             raise RunnerError(str(died).format(code=process.exitcode)) from exc
         if kind == "init-error":
             process.join(5)
-            raise RunnerError(f"agent {self.config.agent_spec!r} could not be built: {payload}")
+            raise RunnerError(payload)
         self.identity = payload
         return slot
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView
+from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView, check_options
 from shoparena.agents.inference_proxy import InferenceProxy, ProxyLimits, inference_log, settle
 from shoparena.agents.miner_sandbox import (
     MAX_RESULT_BYTES,
@@ -415,8 +415,7 @@ def make_file_agent(
     (`NAME=UPSTREAM,…` or a mapping; default: the offline reference models), with `inference_limits`
     (`ProxyLimits` fields) and the upstream API key read from `inference_api_key_env`. With a given
     `server`, pass the `inference` proxy mounted on it (else the miner has no model to call)."""
-    if options:
-        raise AgentSpecError(f"file agent: unknown option(s) {', '.join(sorted(options))}")
+    check_options(f"file:{target}", make_file_agent, options, skip=1)
     if inference is None and server is None:
         inference = _make_proxy(inference_models, inference_default, inference_limits, inference_api_key_env)
     elif inference_models is not None or inference_limits is not None or inference_default is not None:

@@ -14,7 +14,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from shoparena.agents.base import Agent, AgentRun, ProblemView, episode_seed
+from shoparena.agents.base import (
+    Agent,
+    AgentRun,
+    AgentSpecError,
+    ProblemView,
+    check_options,
+    episode_seed,
+)
 from shoparena.agents.chat_loop import (
     DEFAULT_SYSTEM_PROMPT,
     ChatLoop,
@@ -289,4 +296,42 @@ def make_hf_agent(target: str, **options: Any) -> HFAgent:
     `adapter_config.json`), or a hub id already in the local cache."""
     if not target.strip():
         raise ValueError("hf agent: give a checkpoint path, e.g. hf:./runs/sft/final")
+    check_options(f"hf:{target}", HFAgent, options, skip=1)
+    check_model_dir(target)
     return HFAgent(target, **options)
+
+
+MODEL_DIR_HINT = "hf: takes a local checkpoint or LoRA adapter directory"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def check_model_dir(target: str) -> None:
+    """Refuse, before torch loads anything, a target that is not a model directory, in words about
+    directories (transformers would answer about hub repo ids or tokenizer backends)."""
+    path = Path(target).expanduser()
+    if not path.exists():
+        if _cached_hub_id(target):
+            return
+        raise AgentSpecError(f"hf:{target}: no such directory ({MODEL_DIR_HINT})")
+    if not path.is_dir():
+        raise AgentSpecError(f"hf:{target}: not a directory ({MODEL_DIR_HINT})")
+    if is_adapter_dir(str(path)):
+        return  # its base model (and maybe its tokenizer) come from adapter_config.json
+    missing = [] if (path / "config.json").is_file() else ["config.json"]
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        missing.append(f"tokenizer ({' or '.join(TOKENIZER_FILES)})")
+    if missing:
+        raise AgentSpecError(
+            f"hf:{target}: the directory holds no {' and no '.join(missing)}: not a checkpoint "
+            f"({MODEL_DIR_HINT})"
+        )
+
+
+def _cached_hub_id(target: str) -> bool:
+    """Whether `target` is a hub repo id already in the local cache (loaded from there, not downloaded)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(target, "config.json"), str)
+    except Exception:  # not a repo id at all (a path), or no huggingface_hub
+        return False

@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Generator
 from typing import Any
 
-from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView
+from shoparena.agents.base import Agent, AgentRun, AgentSpecError, ProblemView, check_options
 from shoparena.agents.reference_parts.query import QueryPlan, parse_query
 from shoparena.agents.reference_parts.solver import Batch, Solver
 from shoparena.harness.episode import Episode
@@ -95,7 +95,9 @@ class ReferenceAgent(Agent):
 class AgenticReferenceAgent(ReferenceAgent):
     """Reference agent, axis-A shape: a scripted model whose every call is a reasoned assistant turn."""
 
-    def __init__(self, protocol: str = "openai", max_parallel_calls: int = MAX_PARALLEL_CALLS):
+    def __init__(
+        self, protocol: str = "openai", max_parallel_calls: int = MAX_PARALLEL_CALLS, seed: int | None = None
+    ):
         super().__init__("agentic", protocol)
         if max_parallel_calls < 1:
             raise ValueError("max_parallel_calls must be at least 1")
@@ -132,7 +134,7 @@ class PipelineReferenceAgent(ReferenceAgent):
 
     reserve = 3  # narration, recommend_product, terminate
 
-    def __init__(self, protocol: str = "openai"):
+    def __init__(self, protocol: str = "openai", seed: int | None = None):
         super().__init__("pipeline", protocol)
 
     def capacity(self, episode: Episode) -> int:
@@ -177,13 +179,18 @@ def _narration(batch: Batch, solver: Solver) -> str:
 
 def make_reference_agent(target: str = "agentic", **options: Any) -> Agent:
     """`reference:agentic` or `reference:pipeline`; options: protocol (any spelling the harness knows:
-    openai, upstream or tags, qwen3 or qwen), max_parallel_calls (agentic only)."""
+    openai, upstream or tags, qwen3 or qwen), max_parallel_calls (agentic only), seed.
+
+    `seed` is accepted and ignored, so that one command line (`--option seed=1`) serves every agent
+    kind: a reference agent is deterministic, so every seed gives the same episode anyway."""
     if target == "agentic":
+        check_options("reference:agentic", AgenticReferenceAgent, options)
         return AgenticReferenceAgent(**options)
     if target == "pipeline":
         if "max_parallel_calls" in options:
             raise AgentSpecError(
                 "reference:pipeline issues one call per step; max_parallel_calls does not apply"
             )
+        check_options("reference:pipeline", PipelineReferenceAgent, options)
         return PipelineReferenceAgent(**options)
     raise AgentSpecError(f"reference agent {target!r}: use reference:agentic or reference:pipeline")

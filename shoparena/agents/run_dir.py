@@ -2,7 +2,9 @@
 
 `run.json` (the `RunConfig`, so a resume under a different configuration is refused),
 `trajectories.jsonl` (one `TrajectoryRecord` per finished episode, appended and flushed by the parent
-only), `metrics.json`, and `run.lock`, which an eval holds for as long as it runs: two evals appending
+only; an episode re-run with `--retry-errors` appends a second record of its (problem, sample), and
+the newest record of a pair is the one that counts — the earlier stays, superseded), `metrics.json`,
+and `run.lock`, which an eval holds for as long as it runs: two evals appending
 to one trajectories file would interleave records of two run ids.
 """
 
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from shoparena.agents.base import RunnerError
 from shoparena.agents.config import RunConfig
@@ -61,6 +63,12 @@ class RunLock:
             os.close(self.fd)  # closing the descriptor releases the lock
             self.fd = None
 
+    def discard(self) -> None:
+        """Remove the lock file, then release: for a run directory given up before it held anything."""
+        if self.fd is not None:
+            self.path.unlink(missing_ok=True)
+        self.release()
+
 
 # -- run.json -------------------------------------------------------------------------------------
 
@@ -99,22 +107,29 @@ class TrajectoryLog(BaseModel):
     """What `read_trajectories` found: the good records and what was wrong with the file."""
 
     records: list[TrajectoryRecord]
+    """The newest record of each (problem, sample), in the order the pairs first appear."""
     truncated_tail: bool = False
     """The last line was cut short (an interrupted write); repaired when read with `repair=True`."""
-    duplicates: int = 0
+    attempts: dict[tuple[str, int], int] = Field(default_factory=dict)
+    """How many records each (problem, sample) has: more than one where an episode was re-run."""
+
+    @property
+    def superseded(self) -> int:
+        """Records replaced by a newer one of the same (problem, sample) (kept in the file, not counted)."""
+        return sum(self.attempts.values()) - len(self.attempts)
 
 
 def read_trajectories(path: Path, repair: bool = False) -> TrajectoryLog:
-    """Every record of a trajectories file; a bad last line is an interrupted write, any other bad line
-    is corruption and stops with its line number (dropping it silently would lose data)."""
+    """The newest record of each (problem, sample) of a trajectories file; a bad last line is an
+    interrupted write, any other bad line is corruption and stops with its line number (dropping it
+    silently would lose data)."""
     if not path.exists():
         return TrajectoryLog(records=[])
     data = path.read_bytes()
     lines = data.split(b"\n")
     ends_clean = data.endswith(b"\n") or not data
-    records: list[TrajectoryRecord] = []
-    seen: set[tuple[str, int]] = set()
-    duplicates = 0
+    newest: dict[tuple[str, int], TrajectoryRecord] = {}
+    attempts: dict[tuple[str, int], int] = {}
     good_bytes = 0
     truncated = False
     body = lines[:-1] if ends_clean else lines
@@ -137,15 +152,12 @@ def read_trajectories(path: Path, repair: bool = False) -> TrajectoryLog:
             truncated = True  # parsed, but its newline never made it: rewrite it whole
             break
         good_bytes += len(raw) + 1
-        if record.key in seen:
-            duplicates += 1
-            continue
-        seen.add(record.key)
-        records.append(record)
+        newest[record.key] = record
+        attempts[record.key] = attempts.get(record.key, 0) + 1
     if truncated and repair:
         with path.open("r+b") as handle:
             handle.truncate(good_bytes)
-    return TrajectoryLog(records=records, truncated_tail=truncated, duplicates=duplicates)
+    return TrajectoryLog(records=list(newest.values()), truncated_tail=truncated, attempts=attempts)
 
 
 def complete_line(body: bytes, score: ScoreSummary, judge: JudgeVerdict | None) -> bytes:

@@ -5,12 +5,11 @@ summary, token usage and timing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shoparena.agents.config import RunConfig
 from shoparena.agents.episodes import EpisodeDigest
-from shoparena.agents.executors import TIMEOUT_ERROR
 from shoparena.problems.models import Problem
 from shoparena.scoring.answers import Episode
 from shoparena.scoring.judge_summary import summarize_verdicts
@@ -19,6 +18,7 @@ from shoparena.scoring.similarity import TitleSimilarity
 from shoparena.scoring.suite import score_episodes
 
 METRICS_SCHEMA = "shoparena.eval-metrics/1"
+ERROR_EXAMPLE_CHARS = 300
 
 
 def _metric(value: Any) -> dict:
@@ -35,8 +35,12 @@ def compute_metrics(
     n_bootstrap: int = 1000,
     seed: int = 0,
     wall_s: float | None = None,
+    attempts: Mapping[tuple[str, int], int] | None = None,
 ) -> dict[str, Any]:
-    """metrics.json: exactly `shoparena score` over the records' answers, plus counts, pass@k and judge."""
+    """metrics.json: exactly `shoparena score` over the records' answers, plus counts, pass@k and judge.
+
+    `records` holds one episode per (problem, sample), the newest recorded; `attempts` says how many
+    records each pair has (more than one where an errored episode was re-run: `counts.superseded`)."""
     wanted = {(p.problem_id or "", s) for p in problems for s in range(samples)}
     selected = [r for r in records if r.key in wanted]
     position = {p.problem_id or "": i for i, p in enumerate(problems)}
@@ -68,10 +72,13 @@ def compute_metrics(
         for bucket, scores in by_bucket.items()
     }
     errors: dict[str, int] = {}
+    examples: dict[str, str] = {}
     for record in selected:
-        if record.error:
-            kind = TIMEOUT_ERROR if record.error == TIMEOUT_ERROR else record.error.split(":")[0]
+        kind = record.error_kind
+        if kind is not None:
             errors[kind] = errors.get(kind, 0) + 1
+            examples.setdefault(kind, (record.error or "")[:ERROR_EXAMPLE_CHARS])
+    superseded = sum(n - 1 for key, n in (attempts or {}).items() if key in wanted)
     stored = {r.key: r.success for r in selected}
     rescored = {(s.problem_id, s.sample): s.success for s in suite.scores if s.answered}
     disagreements = sum(1 for key, ok in rescored.items() if key in stored and stored[key] != ok)
@@ -113,8 +120,11 @@ def compute_metrics(
             "scored": len(suite.scores),
             "errors": sum(errors.values()),
             "errors_by_kind": errors,
+            "retryable_errors": sum(1 for r in selected if r.retryable),
+            "superseded": superseded,
             "buckets": {bucket: len(scores) for bucket, scores in by_bucket.items()},
         },
+        "error_examples": examples,
         "headline": {"asr": _metric(overall["asr"]), "car": _metric(overall["car"])},
         "metrics": suite.metrics.model_dump(),
         "pass_at_k": [p.model_dump() for p in suite.pass_at_k],

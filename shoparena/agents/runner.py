@@ -2,11 +2,16 @@
 
 `run_eval(config)` takes three named steps. `open_run` locks the run directory, loads the problems,
 refuses to resume a run made under a different configuration, and reads what the directory already
-holds (a last line cut short by an interrupted run is truncated away). `run_tasks` hands every missing
-(problem, sample) pair to the executor and scores, judges and appends each episode as it arrives (live
-ASR). `finish_run` writes the final metrics, computed by the very function `shoparena score` uses, so
-the two always agree. An episode that ended in an agent error (crash, timeout) is scored as a failure
+holds (a last line cut short by an interrupted run is truncated away). `run_tasks` builds the agent —
+only then is the directory claimed (run.json written), so an agent that cannot be built leaves no
+trace, and a directory this eval created is removed again — hands every missing (problem, sample)
+pair to the executor and scores, judges and appends each episode as it arrives (live ASR).
+`finish_run` writes the final metrics, computed by the very function `shoparena score` uses, so the
+two always agree. An episode that ended in an agent error (crash, timeout) is scored as a failure
 whatever it recommended: its recommendation is kept in the record, but no answer is counted for it.
+With `retry_errors`, a resumed run re-runs the episodes whose record holds a model-endpoint error or a
+timeout (`episodes.error_kind`); the new record is appended and, as the newest of its (problem,
+sample), is the one that counts; the errored one stays in the file.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +32,7 @@ from shoparena.agents.config import EvalConfig, RunConfig, WorkerConfig, redact,
 from shoparena.agents.episodes import EpisodeDigest, EpisodeTask
 from shoparena.agents.executors import TIMEOUT_ERROR, make_executor
 from shoparena.agents.run_dir import (
+    RUN_FILE,
     TRAJECTORIES_FILE,
     RunLock,
     TrajectoryLog,
@@ -85,6 +92,8 @@ class RunResult(BaseModel):
     run_id: str
     episodes_run: int
     episodes_resumed: int
+    episodes_retried: int = 0
+    """Of `episodes_run`, how many re-ran an errored episode (`retry_errors`)."""
     dropped_partial_line: bool
     metrics: dict = Field(default_factory=dict)
     wall_s: float
@@ -158,18 +167,27 @@ class OpenRun:
     log: TrajectoryLog
     similarity: TitleSimilarity
     progress: RunProgress
-    digests: list[EpisodeDigest] = field(default_factory=list)
+    digests: dict[tuple[str, int], EpisodeDigest] = field(default_factory=dict)
+    """The newest recorded episode of each (problem, sample): what counts."""
+    retry: set[tuple[str, int]] = field(default_factory=set)
+    """Recorded episodes to run again (`retry_errors`: their record holds a retryable error)."""
+    attempts: dict[tuple[str, int], int] = field(default_factory=dict)
+    """How many records each (problem, sample) has in trajectories.jsonl."""
+    created: list[Path] = field(default_factory=list)
+    """The directories this eval made for `run_dir` (itself first): removed again if it never claims it."""
     backend: CatalogBackend | None = None
     scorer: RuleScorer | None = None
 
     def planned(self) -> Iterator[EpisodeTask]:
         """The tasks still to run, sample-major: every problem's first sample before any second, so
         pass@1 fills in first."""
-        done = {digest.key for digest in self.digests}
+        done = {key for key in self.digests if key not in self.retry}
         for sample in range(self.config.samples):
             for index, problem in enumerate(self.problems):
-                if (problem.problem_id or "", sample) not in done:
-                    yield EpisodeTask(index=index, sample=sample, problem=problem)
+                key = (problem.problem_id or "", sample)
+                if key not in done:
+                    attempt = self.attempts.get(key, 0)
+                    yield EpisodeTask(index=index, sample=sample, problem=problem, attempt=attempt)
 
     def save(self, status: str) -> None:
         self.record.status = status
@@ -181,23 +199,49 @@ class OpenRun:
             if self.backend is not None:
                 self.backend.close()
         finally:
-            self.lock.release()
+            release_run_dir(self.run_dir, self.lock, self.created)
+
+
+def release_run_dir(run_dir: Path, lock: RunLock, created: list[Path]) -> None:
+    """Release the lock; a directory this eval created but never claimed (no run.json: the agent was
+    never built, or the problems never loaded) is removed again, so a failed start leaves nothing."""
+    if not created or (run_dir / RUN_FILE).exists():
+        lock.release()
+        return
+    lock.discard()
+    for path in created:  # the run directory first, then the parents made for it; only while empty
+        with suppress(OSError):
+            path.rmdir()
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
 
 
 def open_run(config: EvalConfig, *, judged: bool, similarity: TitleSimilarity | None = None) -> OpenRun:
-    """Lock `config.out`, load and check everything the run needs; nothing runs yet."""
+    """Lock `config.out`, load and check everything the run needs; nothing runs yet, nothing is written."""
     run_dir = config.out
+    created = _missing_dirs(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = RunLock(run_dir).acquire()
     try:
-        return _open_locked(config, run_dir, lock, judged, similarity)
+        return _open_locked(config, run_dir, lock, judged, similarity, created)
     except BaseException:
-        lock.release()
+        release_run_dir(run_dir, lock, created)
         raise
 
 
 def _open_locked(
-    config: EvalConfig, run_dir: Path, lock: RunLock, judged: bool, similarity: TitleSimilarity | None
+    config: EvalConfig,
+    run_dir: Path,
+    lock: RunLock,
+    judged: bool,
+    similarity: TitleSimilarity | None,
+    created: list[Path],
 ) -> OpenRun:
     from shoparena.index.catalog_dir import open_catalog
 
@@ -210,8 +254,11 @@ def _open_locked(
 
     trajectories = run_dir / TRAJECTORIES_FILE
     previous = load_run_config(run_dir)
-    if previous is None and trajectories.exists() and trajectories.stat().st_size:
+    recorded = trajectories.exists() and trajectories.stat().st_size > 0
+    if previous is None and recorded:
         raise RunnerError(f"{run_dir} holds {TRAJECTORIES_FILE} but no run.json: not a run to resume")
+    if previous is not None and previous.agent is None and not recorded:
+        previous = None  # left by an earlier version's failed start (its agent never built): no run
     record = RunConfig(
         run_id=previous.run_id if previous else uuid.uuid4().hex[:12],
         name=config.name or (previous.name if previous else config.agent),
@@ -245,14 +292,20 @@ def _open_locked(
             )
     log = read_trajectories(trajectories, repair=True)
     planned = {(p.problem_id or "", s) for p in selected for s in range(config.samples)}
-    digests = [EpisodeDigest.of(r) for r in log.records]
+    digests = {record.key: EpisodeDigest.of(record) for record in log.records}
+    retry: set[tuple[str, int]] = set()
+    if config.retry_errors:
+        retry = {key for key, digest in digests.items() if key in planned and digest.retryable}
     progress = RunProgress(total=len(planned))
-    for digest in digests:
-        if digest.key in planned:
+    for key, digest in digests.items():
+        if key in planned and key not in retry:
             progress.resumed += 1
             progress.count(digest)
     progress.done = progress.resumed
-    run = OpenRun(config, run_dir, lock, selected, record, previous, log, title_similarity, progress, digests)
+    run = OpenRun(
+        config, run_dir, lock, selected, record, previous, log, title_similarity, progress, digests,
+        retry=retry, attempts=dict(log.attempts), created=created,
+    )  # fmt: skip
     run.backend = open_catalog(config.catalog)
     try:
         adopt_suite_embeddings(selected, title_similarity)
@@ -284,8 +337,9 @@ def score_summary(scorer: RuleScorer, problem: Problem, answer: Answer, answered
 
 
 def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | None = None) -> int:
-    """Run every missing episode; returns how many ran. run.json says `running` while they do, and
-    `interrupted` if anything (Ctrl-C included) stops them."""
+    """Run every missing episode (and those to retry); returns how many ran. The run directory is
+    claimed only once the agent is built: run.json says `running` from then on while episodes run, and
+    `interrupted` if anything (Ctrl-C included) stops them; an agent that cannot be built writes nothing."""
     tasks = list(run.planned())
     if not tasks:
         if run.previous is None:
@@ -295,11 +349,16 @@ def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | Non
     config = run.config
     worker = WorkerConfig.of(config, run.record.run_id, dict(AGENT_KINDS))
     executor = make_executor(config.executor, worker, min(config.workers, len(tasks)))
-    writer = TrajectoryWriter(run.run_dir / TRAJECTORIES_FILE)
-    ran = 0
     try:
         run.record.agent = executor.start()
+    except BaseException:
+        executor.close()
+        raise
+    writer: TrajectoryWriter | None = None
+    ran = 0
+    try:
         run.save("running")
+        writer = TrajectoryWriter(run.run_dir / TRAJECTORIES_FILE)
         for output in executor.run(tasks):
             digest = output.digest
             problem = run.problems[digest.answer.index or 0]
@@ -310,7 +369,8 @@ def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | Non
                 verdict = _judge(judge, record, problem)
             writer.write_line(complete_line(output.body, score, verdict))
             digest = digest.model_copy(update={"success": bool(score.success), "judge": verdict})
-            run.digests.append(digest)
+            run.digests[digest.key] = digest  # the newest record of its (problem, sample) counts
+            run.attempts[digest.key] = run.attempts.get(digest.key, 0) + 1
             ran += 1
             run.progress.done += 1
             run.progress.count(digest)
@@ -320,7 +380,8 @@ def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | Non
         run.save("interrupted")
         raise
     finally:
-        writer.close()
+        if writer is not None:
+            writer.close()
         executor.close()
     return ran
 
@@ -346,7 +407,7 @@ def finish_run(run: OpenRun, ran: int, started: float) -> RunResult:
     run.save("complete")
     config = run.config
     metrics = compute_metrics(
-        run.digests,
+        list(run.digests.values()),
         run.problems,
         config.samples,
         run.backend,
@@ -355,6 +416,7 @@ def finish_run(run: OpenRun, ran: int, started: float) -> RunResult:
         config.bootstrap,
         config.seed,
         wall,
+        attempts=run.attempts,
     )
     metrics["timing"]["episodes_run"] = ran
     metrics["timing"]["episodes_per_s"] = ran / wall if wall > 0 and ran else None
@@ -364,6 +426,7 @@ def finish_run(run: OpenRun, ran: int, started: float) -> RunResult:
         run_id=run.record.run_id,
         episodes_run=ran,
         episodes_resumed=run.progress.resumed,
+        episodes_retried=len(run.retry),
         dropped_partial_line=run.log.truncated_tail,
         metrics=metrics,
         wall_s=time.perf_counter() - started,

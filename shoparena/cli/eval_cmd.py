@@ -78,9 +78,33 @@ def live_progress(enabled: bool):
 
 EVAL_HELP = """Evaluate an agent: trajectories.jsonl, metrics.json, report.md and report.html in --out.
 
+Re-running the same command resumes the run; with --retry-errors it also re-runs the episodes that
+failed with a model-endpoint error or a timeout. Exits 1 when every episode ended in an error.
+
 Example:
   shoparena eval --catalog cat/ --problems suite.jsonl --agent reference:pipeline --out runs/pipe
 """
+
+
+def error_kinds(counts: dict[str, Any]) -> str:
+    return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.get("errors_by_kind", {}).items()))
+
+
+def all_errored(metrics: dict[str, Any], out: Path) -> str | None:
+    """The message for a run whose every episode ended in an error: no result (an unreachable
+    endpoint is not an ASR of 0), so the command fails; None for any other run."""
+    counts = metrics["counts"]
+    if not counts["episodes"] or counts["errors"] < counts["episodes"]:
+        return None
+    by_kind = counts["errors_by_kind"]
+    example = metrics.get("error_examples", {}).get(max(by_kind, key=by_kind.get), "")
+    message = (
+        f"every episode of the run ({counts['episodes']}) ended in an error ({error_kinds(counts)}), "
+        f"so it measured nothing: {example}"
+    )
+    if counts.get("retryable_errors"):
+        return message + " — fix the cause, then run the same command with --retry-errors to re-run them"
+    return message + f" — the records are in {out / 'trajectories.jsonl'}"
 
 
 def eval_command(**values: Any) -> None:
@@ -119,6 +143,9 @@ def eval_command(**values: Any) -> None:
     if stats is not None and getattr(stats, "failed", False):
         err_console.print("[red]the judge failed on most episodes (or its circuit breaker opened)[/]")
     md, html = write_run_reports(out)
+    message = all_errored(result.metrics, out)
+    if message is not None:
+        raise fail(message, code=1)
     run = load_run(out)
     console.print(comparison_rows([run]).rich(title=f"{run.name} · {run.setting()}"))
     if run.judge:
@@ -129,10 +156,17 @@ def eval_command(**values: Any) -> None:
                 f"{level}: {n}" for level, n in (judge_info.get("quality_distribution") or {}).items()
             )
         )
+    retried = f" ({result.episodes_retried} re-run after an error)" if result.episodes_retried else ""
     console.print(
-        f"{result.episodes_run} episode(s) run, {result.episodes_resumed} resumed · "
+        f"{result.episodes_run} episode(s) run{retried}, {result.episodes_resumed} resumed · "
         f"wrote {out / 'trajectories.jsonl'}, {out / 'metrics.json'}, {md}, {html}"
     )
+    retryable = result.metrics["counts"].get("retryable_errors", 0)
+    if retryable:
+        err_console.print(
+            f"[yellow]note:[/] {retryable} episode(s) failed with a model-endpoint error or a timeout "
+            "and count as failures; run the same command with --retry-errors to re-run them"
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -137,8 +137,11 @@ class TrajectoryRecord(BaseModel):
         return data
 
     @staticmethod
-    def make_id(run_id: str, problem_id: str, sample: int) -> str:
-        return hashlib.sha256(f"{run_id}\x00{problem_id}\x00{sample}".encode()).hexdigest()[:24]
+    def make_id(run_id: str, problem_id: str, sample: int, attempt: int = 0) -> str:
+        """One id per episode: a (problem, sample) re-run after an error (`attempt` 1, 2 …) gets its own,
+        so both records can be stored; the first attempt's id is what it always was."""
+        key = f"{run_id}\x00{problem_id}\x00{sample}" + (f"\x00{attempt}" if attempt else "")
+        return hashlib.sha256(key.encode()).hexdigest()[:24]
 
     @property
     def key(self) -> tuple[str, int]:

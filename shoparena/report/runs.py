@@ -117,6 +117,10 @@ class RunView(BaseModel):
         if counts.get("errors"):
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.get("errors_by_kind", {}).items()))
             notes.append(f"{counts['errors']} episode error(s) ({kinds}) counted as failures")
+        if counts.get("superseded"):
+            notes.append(
+                f"{counts['superseded']} errored episode(s) re-run with --retry-errors (the re-run counts)"
+            )
         if counts.get("missing_episodes"):
             notes.append(f"{counts['missing_episodes']} episode(s) not run yet")
         judge = self.judge

@@ -96,7 +96,9 @@ def test_files_that_are_not_miners_are_refused_up_front(tmp_path):
     broken.write_text("def agent_main(problem_data)\n    return []\n")
     with pytest.raises(AgentSpecError, match=r"broken.py: line 1: "):
         make_file_agent(str(broken))
-    with pytest.raises(AgentSpecError, match="unknown option"):
+    with pytest.raises(
+        AgentSpecError, match=r"takes no option 'temperature'; its options: sandbox, timeout_s"
+    ):
         make_file_agent(str(MINERS / "good_miner.py"), temperature=0.3)
     with pytest.raises(AgentSpecError, match="sandbox must be one of bwrap, container, none, got 'chroot'"):
         make_file_agent(str(MINERS / "good_miner.py"), sandbox="chroot")

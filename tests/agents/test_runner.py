@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 
 import orjson
 import pytest
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 
 from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, RunnerError
 from shoparena.agents.config import EvalConfig, WorkerConfig
-from shoparena.agents.episodes import EpisodeTask, record_answer
+from shoparena.agents.episodes import RETRYABLE_ERRORS, EpisodeTask, error_kind, record_answer
 from shoparena.agents.executors import TIMEOUT_ERROR, ProcessExecutor, make_executor
 from shoparena.agents.run_dir import METRICS_FILE, RUN_FILE, TRAJECTORIES_FILE, read_trajectories
 from shoparena.agents.runner import run_eval
@@ -33,6 +34,12 @@ from shoparena.scoring.metrics import pass_at_k
 
 cli = CliRunner()
 DOUBLE_KIND = "double"
+OUTAGE_ERROR = (
+    "http://127.0.0.1:9/v1/chat/completions: gave up after 1 attempts; last error: connection failed: "
+    "[Errno 111] Connection refused"
+)
+"""What `ChatCompletionsClient` reports for an endpoint that refuses connections (the chat loop
+records it as the episode's error)."""
 
 
 class ScriptedDoubleAgent(Agent):
@@ -42,6 +49,8 @@ class ScriptedDoubleAgent(Agent):
 
     `plan[problem_id]` is a list of booleans: the i-th time this agent sees a problem it answers with
     the gold ids iff plan[i] (inline runs see samples in order). `sleep_s[problem_id]` makes it slow.
+    `outage_on` lists problems whose model endpoint is down while the file `outage_flag` exists: the
+    episode then ends with the error the OpenAI-compatible client reports for a refused connection.
     """
 
     kind = DOUBLE_KIND
@@ -55,6 +64,8 @@ class ScriptedDoubleAgent(Agent):
         sleep_s: dict[str, float] | None = None,
         block_signals: bool = False,
         crash_on: list[str] | None = None,
+        outage_on: list[str] | None = None,
+        outage_flag: str | None = None,
         api_key: str | None = None,
     ):
         super().__init__(name, version="1.0")
@@ -64,6 +75,8 @@ class ScriptedDoubleAgent(Agent):
         self.sleep_s = sleep_s or {}
         self.block_signals = block_signals
         self.crash_on = set(crash_on or [])
+        self.outage_on = set(outage_on or [])
+        self.outage_flag = Path(outage_flag) if outage_flag else None
         self.seen: dict[str, int] = {}
         self.next_episode: tuple[str, int] | None = None
 
@@ -80,6 +93,8 @@ class ScriptedDoubleAgent(Agent):
         hits = episode.call("find_product", {"q": view.query}, origin="code")
         if pid in self.crash_on:
             raise RuntimeError("scripted crash")
+        if pid in self.outage_on and self.outage_flag is not None and self.outage_flag.exists():
+            return AgentRun(usage=usage, error=OUTAGE_ERROR)
         if pid in self.sleep_s:
             if self.block_signals:  # where an alarm cannot reach: only the parent's kill ends this
                 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
@@ -386,13 +401,126 @@ def test_an_unbuildable_agent_is_a_clear_error(small_catalog_dir, run_suite, tmp
                     small_catalog_dir,
                     path,
                     "double:x",
-                    tmp_path / executor,
+                    tmp_path / executor / "run",
                     options={"no_such_option": 1},
                     executor=executor,
                 )
             )
+        assert not (tmp_path / executor).exists()  # the directories it made are gone again
     with pytest.raises(ValidationError, match="KIND:TARGET"):
         eval_config(small_catalog_dir, path, "double", tmp_path / "y")
+
+
+# -- a failed start claims nothing ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("executor", ["inline", "process"])
+def test_a_failed_start_leaves_the_directory_free_for_the_corrected_command(
+    small_catalog_dir, run_suite, tmp_path, executor
+):
+    """A typo in the agent (kind, option, path) fails before any episode: run.json is not written, so
+    the corrected command runs in the same directory; a directory that existed before keeps only
+    what it held."""
+    path, _, _ = run_suite
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "mine.txt").write_text("kept")
+    typos = [
+        ("bogus:x", {}, "unknown kind 'bogus'"),
+        ("reference:pipeline", {"foo": 1}, "agent reference:pipeline takes no option 'foo'"),
+        ("file:" + str(tmp_path / "missing.py"), {}, "does not exist"),
+        ("hf:" + str(tmp_path / "no-such-dir"), {}, "no such directory"),
+    ]
+    for agent, options, message in typos:
+        with pytest.raises(RunnerError, match=message):
+            run_eval(
+                eval_config(small_catalog_dir, path, agent, out, options=options, executor=executor, limit=2)
+            )
+        assert sorted(p.name for p in out.iterdir()) == ["mine.txt", "run.lock"]
+    result = run_eval(
+        eval_config(small_catalog_dir, path, "reference:pipeline", out, executor=executor, limit=2)
+    )
+    assert result.episodes_run == 2
+    assert orjson.loads((out / RUN_FILE).read_bytes())["agent_spec"] == "reference:pipeline"
+
+
+def test_a_run_json_left_by_an_earlier_failed_start_is_no_run(small_catalog_dir, run_suite, tmp_path):
+    """Earlier versions wrote run.json (agent null, no episode) before the agent failed to build:
+    such a directory is free for any configuration, not 'a run with a different configuration'."""
+    path, _, _ = run_suite
+    first = tmp_path / "first"
+    run_eval(eval_config(small_catalog_dir, path, "double:a", first, limit=1))
+    stale = orjson.loads((first / RUN_FILE).read_bytes())
+    stale.update(agent=None, agent_spec="bogus:x", status="interrupted")
+    out = tmp_path / "poisoned"
+    out.mkdir()
+    (out / RUN_FILE).write_bytes(orjson.dumps(stale))
+    (out / TRAJECTORIES_FILE).touch()
+    result = run_eval(eval_config(small_catalog_dir, path, "double:b", out, limit=1))
+    run = orjson.loads((out / RUN_FILE).read_bytes())
+    assert result.episodes_run == 1 and run["agent_spec"] == "double:b" and run["run_id"] != stale["run_id"]
+
+
+# -- retrying errored episodes --------------------------------------------------------------------
+
+
+def test_error_kinds_say_which_errors_a_retry_reruns():
+    assert error_kind(OUTAGE_ERROR) == "endpoint"
+    assert error_kind("https://api.openai.com/v1/chat/completions: Incorrect API key provided") == "endpoint"
+    assert error_kind(TIMEOUT_ERROR) == TIMEOUT_ERROR
+    assert error_kind("agent crashed: RuntimeError: scripted crash") == "agent crashed"
+    assert error_kind("worker crashed (exit code -9)") == "worker crashed"
+    assert error_kind("model call failed: RuntimeError: CUDA out of memory") == "agent error"
+    assert error_kind("agent_main returned malformed steps: not a list") == "agent error"
+    assert RETRYABLE_ERRORS == ("endpoint", TIMEOUT_ERROR)
+
+
+def test_retry_errors_reruns_endpoint_errors_and_keeps_the_old_records(
+    small_catalog_dir, run_suite, tmp_path
+):
+    path, problems, gold = run_suite
+    out = tmp_path / "run"
+    flag = tmp_path / "endpoint-down"
+    flag.touch()
+    down, crashing = [problems[0].problem_id, problems[1].problem_id], problems[2].problem_id
+    options = {"gold": gold, "always_gold": True, "crash_on": [crashing], "outage_on": down}
+    options["outage_flag"] = str(flag)
+
+    def config(**fields) -> EvalConfig:
+        return eval_config(small_catalog_dir, path, "double:flaky", out, options=options, limit=4, **fields)
+
+    first = run_eval(config())
+    counts = first.metrics["counts"]
+    assert counts["errors_by_kind"] == {"endpoint": 2, "agent crashed": 1} and counts["retryable_errors"] == 2
+    assert first.metrics["error_examples"]["endpoint"] == OUTAGE_ERROR
+    assert first.metrics["headline"]["asr"]["value"] == pytest.approx(1 / 4)
+    flag.unlink()  # the endpoint is back
+
+    resumed = run_eval(config())  # without the flag an outage stays what it was: failures
+    assert resumed.episodes_run == 0 and resumed.episodes_resumed == 4
+    assert resumed.metrics["counts"]["errors"] == 3
+
+    retried = run_eval(config(retry_errors=True, executor="process", workers=2))
+    assert (retried.episodes_run, retried.episodes_retried, retried.episodes_resumed) == (2, 2, 2)
+    counts = retried.metrics["counts"]
+    assert counts["errors_by_kind"] == {"agent crashed": 1} and counts["retryable_errors"] == 0
+    assert counts["superseded"] == 2 and counts["episodes"] == 4
+    assert retried.metrics["headline"]["asr"]["value"] == pytest.approx(3 / 4)
+
+    lines = [
+        TrajectoryRecord.model_validate_json(line)
+        for line in (out / TRAJECTORIES_FILE).read_bytes().splitlines()
+    ]
+    assert len(lines) == 6  # nothing lost: the errored records stay, the re-runs follow them
+    assert [r.outcome.error for r in lines[:4] if r.problem.problem_id in down] == [OUTAGE_ERROR] * 2
+    assert len({r.record_id for r in lines}) == 6  # each attempt its own id (the store keeps both)
+    newest = {r.problem.problem_id: r for r in _records(out)}
+    assert len(newest) == 4 and all(newest[pid].score.success for pid in down)
+    assert all("--retry-errors" in newest[pid].outcome.notes[0] for pid in down)
+    assert "scripted crash" in newest[crashing].outcome.error  # the agent's own crash is not re-run
+
+    again = run_eval(config(retry_errors=True))
+    assert again.episodes_run == 0 and again.metrics["counts"]["superseded"] == 2
 
 
 # -- executors agree ------------------------------------------------------------------------------

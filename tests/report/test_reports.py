@@ -157,7 +157,8 @@ def test_eval_flag_errors_are_clear(small_catalog_dir, problems_file, tmp_path):
     result = cli.invoke(app, [*base, "--agent", "reference:pipeline", "--base-url", "http://127.0.0.1:1"])
     assert result.exit_code == 2 and "--base-url applies to openai" in result.output
     result = cli.invoke(app, [*base, "--agent", "reference:nope", "--quiet", "--similarity", "lexical"])
-    assert result.exit_code == 2 and "could not be built" in result.output
+    assert result.exit_code == 2
+    assert "error: reference agent 'nope': use reference:agentic or reference:pipeline" in result.output
     result = cli.invoke(app, [*base, "--agent", "reference:pipeline", "--mode", "lenient", "--quiet"])
     assert result.exit_code == 2 and "'lenient' is not one of 'upstream'" in result.output
 
