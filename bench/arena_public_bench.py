@@ -12,10 +12,11 @@ the load generator — 50 keep-alive connections spoken by hand over asyncio (be
 runs in this one.
 
 Phases, each `--seconds` long:
-- `GET /v1/leaderboard` (every entry built from the database on each request);
+- `GET /v1/leaderboard` (the standings; `CompetitionView` caches them while the data they read is
+  unchanged, and nothing is written during the phases, so after the first request they are hits);
 - `GET /v1/trajectories?since=…&limit=100` (each client walks the firehose page by page with the
   cursors the API hands out, from the start again at the head);
-- `GET /` (the leaderboard page: leaderboard + 10 races, rendered).
+- `GET /` (the leaderboard page: leaderboard + 10 races, both cached the same way, rendered).
 Reported: requests/s, p50/p95/p99, the server's CPU time per request and share of a core, MB/s for the
 firehose. Results: a table on stdout and bench/out/arena_public_bench.json.
 """

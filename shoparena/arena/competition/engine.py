@@ -544,11 +544,15 @@ class RaceEngine:
             )
         )
 
-    def latest_weights(self, source: str = "consensus") -> WeightVector | None:
-        with self.engine.connect() as connection:
-            row = connection.execute(
-                select(VECTORS).where(VECTORS.c.source == source).order_by(VECTORS.c.id.desc()).limit(1)
-            ).first()
+    def latest_weights(
+        self, source: str = "consensus", connection: Connection | None = None
+    ) -> WeightVector | None:
+        if connection is None:
+            with self.engine.connect() as fresh:
+                return self.latest_weights(source, fresh)
+        row = connection.execute(
+            select(VECTORS).where(VECTORS.c.source == source).order_by(VECTORS.c.id.desc()).limit(1)
+        ).first()
         if row is None:
             return None
         return WeightVector(

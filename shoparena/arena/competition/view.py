@@ -3,25 +3,36 @@ the arena's database (the public API, the leaderboard page and the season simula
 
 Nothing secret leaves here: a race's seed and problems stay None until its outcome row exists (the
 commitment is public from the start).
+
+The standings and the recent races (what the page `/` and `GET /v1/leaderboard` read on every request)
+are cached, keyed on the version of the data they read (`competition.cache`): each is computed on one
+connection in one snapshot, and the version is read in that same snapshot, so a cached answer is
+exactly the answer for its version. Why each key is complete is said at `leaderboard` and `races`.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
+from typing import TypeVar
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Table, func, select
 
 from shoparena.arena.arena import Arena
 from shoparena.arena.competition import rules
+from shoparena.arena.competition.cache import COMPUTE, HIT, CacheInfo, ReadCache, data_version
 from shoparena.arena.competition.engine import (
     ENTRIES,
+    EVENTS,
     JOBS,
     OUTCOMES,
     PROBLEMS,
     RACES,
     RESULTS,
     SUBMISSIONS,
+    VECTORS,
     RaceEngine,
 )
 from shoparena.arena.competition.models import (
@@ -35,16 +46,78 @@ from shoparena.arena.competition.models import (
 
 AXES = ("title", "price", "service", "sku_attr", "knowledge")
 """The scorer's per-axis ratios in a record's score (None when a problem asks nothing of the axis)."""
+LEADERBOARD_TABLES = (SUBMISSIONS, JOBS, RESULTS, ENTRIES, OUTCOMES, VECTORS)
+"""Every table `leaderboard` reads (besides the metagraph's `neurons`); all append-only."""
+RACES_TABLES = (RACES, EVENTS, OUTCOMES)
+"""Every table `races` reads; all append-only."""
+CACHE_ENTRIES = 32
+MAX_CACHED_RACES = 200
+"""`races(limit)` is cached up to the public API's cap; a longer list (the season summary's) is not."""
+T = TypeVar("T")
 
 
 class CompetitionView:
-    """Read-only answers for the public API (`CompetitionReader`)."""
+    """Read-only answers for the public API (`CompetitionReader`).
 
-    def __init__(self, arena: Arena, engine: RaceEngine | None = None):
+    One view per arena (its cache holds that arena's answers only). `cache_entries=0` turns the cache
+    off. Answers may be shared between callers: treat them as read-only (copy before changing)."""
+
+    def __init__(self, arena: Arena, engine: RaceEngine | None = None, cache_entries: int = CACHE_ENTRIES):
         self.arena = arena
         self.db = arena.store.engine
         self.races_engine = engine or RaceEngine(arena)
         self.config = arena.config.competition
+        self._cache = ReadCache(cache_entries)
+
+    # -- the cache ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[Connection]:
+        """One connection in one read transaction that sees one state of the database throughout: on
+        SQLite (WAL) every transaction does; PostgreSQL needs REPEATABLE READ for it (its default,
+        READ COMMITTED, takes a new snapshot per statement). A read-only transaction at that level
+        never fails to serialise."""
+        with self.db.connect() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execution_options(isolation_level="REPEATABLE READ")
+            with connection.begin():
+                yield connection
+
+    def _read(
+        self,
+        name: Hashable,
+        settings: Callable[[], Hashable],
+        tables: Sequence[Table],
+        neurons: bool,
+        compute: Callable[[Connection], T],
+    ) -> T:
+        """`compute(connection)`, or the answer cached for the same key: `name`, `settings()` (what
+        the answer depends on outside the database) and the version of `tables` (and, with `neurons`,
+        of the metagraph) in the snapshot `compute` would read."""
+        with self._snapshot() as connection:
+            if not self._cache.max_entries:
+                return compute(connection)
+            before = settings()
+            key = (name, before, data_version(connection, tables, neurons))
+            state, found = self._cache.claim(key)
+            if state == HIT:
+                return found
+            if state == COMPUTE:
+                try:
+                    answer = compute(connection)
+                except BaseException as exc:
+                    self._cache.fail(key, exc)
+                    raise
+                # settings changed while computing (a test tightening the threshold): not kept
+                self._cache.fill(key, answer, keep=settings() == before)
+                return answer
+        return found.result()  # another thread computes this key: wait for it holding no connection
+
+    def cache_info(self) -> CacheInfo:
+        return self._cache.info()
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
 
     # -- races -------------------------------------------------------------------------------------
 
@@ -65,10 +138,22 @@ class CompetitionView:
         )
 
     def races(self, limit: int = 50) -> list[Race]:
-        """Newest first."""
-        with self.db.connect() as connection:
-            rows = connection.execute(select(RACES).order_by(RACES.c.id.desc()).limit(limit)).all()
-            return [self._race(connection, row) for row in rows]
+        """Newest first.
+
+        Cached (up to `MAX_CACHED_RACES`) on `limit` and the version of `RACES_TABLES`: a race is its
+        `races` row, its newest `race_events` row (its state) and its `race_outcomes` row; nothing here
+        reads the clock or the configuration."""
+        if limit > MAX_CACHED_RACES:
+            with self._snapshot() as connection:
+                return self._races(connection, limit)
+        answer = self._read(
+            ("races", limit), tuple, RACES_TABLES, False, lambda c: tuple(self._races(c, limit))
+        )
+        return list(answer)
+
+    def _races(self, connection: Connection, limit: int) -> list[Race]:
+        rows = connection.execute(select(RACES).order_by(RACES.c.id.desc()).limit(limit)).all()
+        return [self._race(connection, row) for row in rows]
 
     def race(self, race_id: str) -> Race | None:
         with self.db.connect() as connection:
@@ -94,28 +179,55 @@ class CompetitionView:
 
     def leaderboard(self) -> list[LeaderboardEntry]:
         """The incumbent first, then every other racer of the newest complete race by race score, then
-        qualified agents that have not raced yet by qualifying score."""
+        qualified agents that have not raced yet by qualifying score.
+
+        Cached on the qualifying threshold and the version of `LEADERBOARD_TABLES` and the metagraph.
+        The key is complete because that is everything the answer is computed from:
+        - the crown and the newest complete race's results: `race_outcomes`;
+        - races per hotkey: `race_entries` joined to `race_outcomes`;
+        - the consensus weights: the newest `weight_vectors` row of source consensus;
+        - the qualifiers (`RaceEngine.qualifiers`): qualifying results (`submission_results` joined to
+          `jobs` for the job kind), validators' stakes and miners' roles and uids (`neurons`), each
+          submission's hotkey, admission and time (`submissions`), and `qualify_threshold`;
+        - success rates and judge coefficients: the same results; names: `submissions`.
+        None of it reads the clock: no embargo, rotation or deadline enters the standings, and the
+        crown changes only with a new `race_outcomes` row. A new row in any of these tables (a
+        qualifying result, a job, a submission, a race entry or outcome, weights) or any change to a
+        neuron's role, stake or uid changes the key."""
+        config = self.races_engine.config  # what `qualifiers` reads its threshold from
+        answer = self._read(
+            "leaderboard",
+            lambda: config.qualify_threshold,
+            LEADERBOARD_TABLES,
+            True,
+            lambda connection: tuple(self._leaderboard(connection)),
+        )
+        return list(answer)
+
+    def _leaderboard(self, connection: Connection) -> list[LeaderboardEntry]:
+        """The standings as `connection` sees them (every read on it: one snapshot, one pooled
+        connection)."""
         engine = self.races_engine
-        crown, _ = engine.crown()
-        weights = (self.weights() or WeightVector(race_id=None, uids=[], weights=[])).as_dict()
-        with self.db.connect() as connection:
-            raced = Counter(
-                connection.execute(
-                    select(ENTRIES.c.hotkey).join(OUTCOMES, OUTCOMES.c.race_id == ENTRIES.c.race_id)
-                )
-                .scalars()
-                .all()
+        crown, _ = engine.crown(connection)
+        latest = engine.latest_weights("consensus", connection)
+        weights = (latest or WeightVector(race_id=None, uids=[], weights=[])).as_dict()
+        raced = Counter(
+            connection.execute(
+                select(ENTRIES.c.hotkey).join(OUTCOMES, OUTCOMES.c.race_id == ENTRIES.c.race_id)
             )
-            last = connection.execute(
-                select(OUTCOMES.c.race)
-                .where(OUTCOMES.c.state == "RACE_COMPLETE")
-                .order_by(OUTCOMES.c.id.desc())
-                .limit(1)
-            ).first()
-            results = [RaceResult.model_validate(r) for r in (last.race["results"] if last else [])]
-            qualifiers = engine.qualifiers(connection)
-            qualifying = self._qualifying_results(connection)
-            names = dict(connection.execute(select(SUBMISSIONS.c.submission_id, SUBMISSIONS.c.name)).all())
+            .scalars()
+            .all()
+        )
+        last = connection.execute(
+            select(OUTCOMES.c.race)
+            .where(OUTCOMES.c.state == "RACE_COMPLETE")
+            .order_by(OUTCOMES.c.id.desc())
+            .limit(1)
+        ).first()
+        results = [RaceResult.model_validate(r) for r in (last.race["results"] if last else [])]
+        qualifiers = engine.qualifiers(connection)
+        qualifying = self._qualifying_results(connection)
+        names = dict(connection.execute(select(SUBMISSIONS.c.submission_id, SUBMISSIONS.c.name)).all())
         rows: list[tuple[tuple, dict]] = []
         seen: set[str] = set()
         for position, result in enumerate(results):

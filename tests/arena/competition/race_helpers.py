@@ -129,8 +129,12 @@ def make_racing(
     records: list[TrajectoryRecord],
     miners: int = 3,
     validators: int = 3,
+    store: str | None = None,
+    validators_per_submission: int = 1,
     **competition,
 ) -> Racing:
+    """`store`: where the arena's state lives (None: SQLite in the arena directory);
+    `validators_per_submission`: how many validators run each qualifying job."""
     miner_keys = [Key() for _ in range(miners)]
     validator_keys = [Key() for _ in range(validators)]
     arena = make_arena(
@@ -139,8 +143,9 @@ def make_racing(
         arena_bank,
         {},
         evaluation=EVALUATION,
-        jobs={"lease_s": 60, "max_lapses": 2},
+        jobs={"lease_s": 60, "max_lapses": 2, "validators_per_submission": validators_per_submission},
         cooldown=NO_COOLDOWN,
+        store=store,
         competition={
             "race_problems": 2,
             "qualifying_problems": 2,
