@@ -36,7 +36,11 @@ class Metagraph:
     def register(
         self, hotkey: str, role: str, stake: float = 0.0, *, uid: int | None = None, source: str = "local"
     ) -> NeuronInfo:
-        """Add the hotkey, or change its role/stake if registered already."""
+        """Add the hotkey, or change its role/stake if registered already.
+
+        A uid names one hotkey, as on the chain: a uid that another hotkey holds is refused for a local
+        registration (weights are set per uid, so two racers on one uid cannot both be paid), and taken
+        over for a chain sync (the chain gave the uid to a new hotkey; the old one holds no uid now)."""
         try:
             hotkey = canonical_hotkey(hotkey)
         except ValueError as exc:
@@ -53,6 +57,18 @@ class Metagraph:
             "updated_at": datetime.now(UTC),
         }
         with writing(self.engine) as connection:
+            if uid is not None:
+                others = NEURONS.c.uid == uid, NEURONS.c.hotkey != hotkey
+                holder = connection.execute(select(NEURONS.c.hotkey).where(*others)).first()
+                if holder is not None and source != "chain":
+                    raise ArenaError(
+                        f"--uid {uid} belongs to {holder.hotkey}: a uid names one hotkey (deregister that "
+                        "one first with `arena register --remove`, or give this one another uid)"
+                    )
+                if holder is not None:
+                    connection.execute(
+                        update(NEURONS).where(*others).values(uid=None, updated_at=values["updated_at"])
+                    )
             known = connection.execute(select(NEURONS.c.hotkey).where(NEURONS.c.hotkey == hotkey)).first()
             if known is None:
                 connection.execute(insert(NEURONS).values(hotkey=hotkey, **values))

@@ -211,5 +211,19 @@ def test_metagraph_register_update_remove(state):
             state.metagraph.register(hotkey, role, stake)
 
 
+def test_a_uid_names_one_hotkey(state):
+    """Weights are set per uid: a local registration may not give a held uid to a second hotkey; a chain
+    sync moves it (the chain reassigned it)."""
+    first, second = Key(), Key()
+    state.metagraph.register(first.hotkey, "miner", uid=3)
+    with pytest.raises(ArenaError, match=f"--uid 3 belongs to {first.hotkey}"):
+        state.metagraph.register(second.hotkey, "miner", uid=3)
+    assert state.metagraph.get(second.hotkey) is None
+    state.metagraph.register(first.hotkey, "miner", 5.0, uid=3)  # the holder itself may re-register
+    state.metagraph.register(second.hotkey, "miner", uid=3, source="chain")
+    assert state.metagraph.get(second.hotkey).uid == 3 and state.metagraph.get(first.hotkey).uid is None
+    assert sorted(n.uid for n in state.metagraph.all() if n.uid is not None) == [3]
+
+
 def test_migrations_match_the_models(state):
     assert arena_schema_differences(state.store.engine) == []

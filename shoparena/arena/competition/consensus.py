@@ -56,7 +56,12 @@ def weighted_quantile(values: Sequence[float], stakes: Sequence[float], kappa: f
 def counted_validators(vectors: list[WeightVector], stakes: Mapping[str, float]) -> list[StakedVector]:
     """The vectors that count, each with its share of the counted stake: zero or unknown stake is
     ignored, and so is an empty vector (a validator that reported nothing does not vote every miner
-    down to 0). Refuses a vector that is not a validator's, or two from one validator."""
+    down to 0). Refuses a vector that is not a validator's, or two from one validator.
+
+    When no reporting validator holds stake at all (a local arena whose validators were registered
+    without `--stake`), every non-empty vector counts equally — the same rule as the race scores'
+    `rules.stake_weighted_median` — rather than refusing: a refusal here left the race RUNNING for
+    ever, since every close attempt failed the same way."""
     seen: set[str] = set()
     counted: list[tuple[str, float, dict[int, float]]] = []
     for position, vector in enumerate(vectors):
@@ -76,6 +81,8 @@ def counted_validators(vectors: list[WeightVector], stakes: Mapping[str, float])
             )
         if stake > 0 and vector.weights:
             counted.append((vector.validator_hotkey, stake, vector.as_dict()))
+    if not counted and not any(stakes.get(v.validator_hotkey or "", 0.0) > 0 for v in vectors):
+        counted = [(v.validator_hotkey or "", 1.0, v.as_dict()) for v in vectors if v.weights]
     total = math.fsum(stake for _, stake, _ in counted)
     if total <= 0:
         raise ConsensusError(

@@ -85,7 +85,7 @@ def test_unanimous_validators_reproduce_their_vector() -> None:
     assert consensus.weights == pytest.approx(honest.weights, abs=1e-15)
 
 
-def test_zero_and_unknown_stake_are_ignored_and_no_stake_is_an_error() -> None:
+def test_zero_and_unknown_stake_are_ignored_and_nobody_staked_counts_everyone_equally() -> None:
     a = validator_vector("a", {0: 0.5, 1: 0.5})
     b = validator_vector("b", {0: 0.0, 2: 1.0})
     c = validator_vector("c", {0: 0.0, 3: 1.0})
@@ -94,8 +94,15 @@ def test_zero_and_unknown_stake_are_ignored_and_no_stake_is_an_error() -> None:
     # A staked validator that reported an empty vector does not vote every miner down to 0.
     silent = WeightVector(race_id="r1", uids=[], weights=[], source="validator", validator_hotkey="d")
     assert yuma_consensus([a, silent], {"a": 5.0, "d": 50.0}).as_dict() == {0: 0.5, 1: 0.5}
+    # Nobody reporting holds stake (a local arena registered without --stake): each counts equally, as
+    # in the race scores' stake-weighted median, instead of a refusal that left the race RUNNING.
+    assert yuma_consensus([b, c], {"b": 0.0}).as_dict() == {0: 0.0, 2: 0.5, 3: 0.5}
+    assert yuma_consensus([a, b, c], {}).as_dict() == pytest.approx(
+        yuma_consensus([a, b, c], {"a": 1.0, "b": 1.0, "c": 1.0}).as_dict()
+    )
+    # Stake that stands only behind an empty vector is still no vote to combine.
     with pytest.raises(ConsensusError, match="none of the 2 validator vector"):
-        yuma_consensus([b, c], {"b": 0.0})
+        yuma_consensus([silent, b], {"d": 50.0})
 
 
 def test_refuses_non_validator_vectors_and_duplicates() -> None:
@@ -172,9 +179,9 @@ def test_minority_never_lifts_any_miner_above_the_honest_weight(
 def test_consensus_is_a_weight_vector_bounded_by_the_quantile(reports) -> None:
     vectors = [to_vector(f"v{i}", parts) for i, (parts, _) in enumerate(reports)]
     stakes = {f"v{i}": stake for i, (_, stake) in enumerate(reports)}
-    if not any(stake > 0 for stake in stakes.values()):
-        with pytest.raises(ConsensusError):
-            yuma_consensus(vectors, stakes)
+    if not any(stake > 0 for stake in stakes.values()):  # nobody staked: everyone counts equally
+        stakes = dict.fromkeys(stakes, 0.0)
+        assert yuma_consensus(vectors, stakes) == yuma_consensus(vectors, dict.fromkeys(stakes, 1.0))
         return
     consensus = yuma_consensus(vectors, stakes, kappa=0.5)
     assert math.fsum(consensus.weights) == 1.0 and all(w >= 0 for w in consensus.weights)

@@ -4,6 +4,8 @@ problems and post canonical records; the engine closes the race from what they p
 
 from __future__ import annotations
 
+import pytest
+
 from shoparena.arena.client import ArenaClient
 from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.validator import Validator, ValidatorSettings
@@ -32,9 +34,12 @@ class Recorder:
         self.vectors.append(vector)
 
 
+@pytest.mark.parametrize("validator_stake", [10.0, 0.0], ids=["staked", "no-stake"])
 def test_real_validators_qualify_and_race_two_miners(
-    tmp_path, small_catalog_dir, job_bank, race_bank, race_records, server_factory
+    tmp_path, small_catalog_dir, job_bank, race_bank, race_records, server_factory, validator_stake
 ):
+    """With no stake behind any validator (a local arena registered without --stake), the race still
+    closes: every validator counts equally, in the scores and in the consensus weights alike."""
     racing = make_racing(
         tmp_path,
         small_catalog_dir,
@@ -58,6 +63,8 @@ def test_real_validators_qualify_and_race_two_miners(
         opened = engine.open_race()
         engine.start_race()
         raced = run_all(server, racing.validators, small_catalog_dir)
+        for uid, key in enumerate(racing.validators, start=100):
+            racing.arena.metagraph.register(key.hotkey, "validator", validator_stake, uid=uid)
         assert len(raced) == 2 * 2  # every validator evaluated every racer
         assert {r.job_id for r in raced} == set(_race_jobs(racing.arena, opened.race_id))
         assert engine.complete(opened.race_id)
