@@ -219,6 +219,7 @@ def build_demo_corpus(catalog_dir: Path, problems_path: Path, export: Path) -> N
             problems=[problems_path],
             eval_size=6,
             seed=DEMO_SEED,
+            force=True,  # the tour rebuilds its own output directory on every run
         )
     )
     c = result.counts

@@ -3,29 +3,38 @@
 The build is a chain of stages, each returning a typed result the next one reads:
 
 1. `rowstage.read_and_gate` (row-local, in worker processes): normalise, gates, ranking signals and
-   the axis split. Rejects and axis-B rows go straight to their outputs; axis-A survivors stay in the
-   chunks' spill files, and their small ranking fields go to the rank table (`ranktable`).
+   the axis split. Rejects go straight to their output; axis-A survivors stay in the chunks' spill
+   files and axis-B rows in the chunks' axis-B files, their small fields in the rank table
+   (`ranktable`).
 2. `rank_problems`: reads that table sorted by problem (SQLite sorts on disk), keeps `per_problem`
-   rows per problem and rejects the rest as `dedup_ranked_out`.
+   rows per problem and rejects the rest as `dedup_ranked_out`; axis-B rows are not ranked, but their
+   problems join the list the split clusters.
 3. `split.plan_split`: clusters the problems (memory O(problems)) and plans the leak-guarded split.
-4. `export_rows`: streams the kept rows, in input order, into train / eval (JSONL and Parquet), and
-   never-touch rows into the rejects.
+4. `export_rows`: streams the kept rows, in input order, into train / eval (JSONL and Parquet), the
+   axis-B rows into axis_b.jsonl, and the rows of never-touch problems (either axis) into the rejects.
 5. `summarise`: counts and the manifest. Nothing is lost: inputs = kept + rejected + axis-B +
    deduplicated is checked on the files actually written, every run, and a mismatch raises.
-6. `report.write_report`.
+6. `report.write_report`, then the manifest, which names every file written.
 
 Ranking happens after the axis split, so an axis-B row never takes one of a problem's slots from an
-axis-A row.
+axis-A row. The never-touch guard runs after both, so it covers every pile.
+
+The build writes into a hidden sibling of the output directory and moves it into place only when
+complete (`staged`): a failed build leaves nothing, and a previous corpus is replaced (with `force`)
+only by a finished one, never mixed with it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -42,18 +51,31 @@ from shoparena.corpus.rowstage import GateResult, read_and_gate
 from shoparena.corpus.split import NeverTouch, ProblemEntry, SplitPlan, check_disjoint, plan_split
 from shoparena.corpus.tally import Tally
 from shoparena.corpus.tokens import TokenCounter
+from shoparena.index.staging import make_stage, move_into_place
 
 if TYPE_CHECKING:
     from shoparena.problems.models import Problem
 
-__all__ = ["ConservationError", "CorpusConfig", "CorpusResult", "build_corpus", "default_workers"]
+__all__ = [
+    "ConservationError",
+    "CorpusConfig",
+    "CorpusDirError",
+    "CorpusResult",
+    "build_corpus",
+    "default_workers",
+]
 
 MANIFEST_SCHEMA = "shoparena.corpus-manifest/1"
+MANIFEST_FILE = "manifest.json"
 OUTPUT_FILES = ("train.jsonl", "eval.jsonl", "axis_b.jsonl", "rejects.jsonl")
 
 
 class ConservationError(RuntimeError):
     pass
+
+
+class CorpusDirError(ValueError):
+    """An output path a finished build could not replace; the message says why."""
 
 
 class CorpusResult(BaseModel):
@@ -64,6 +86,10 @@ class CorpusResult(BaseModel):
     seconds: float
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     """Wall time per stage (read+gates, rank, split, export, report): where a build spends its time."""
+    notes: list[str] = Field(default_factory=list)
+    """What the build did beyond what it was asked (e.g. an eval split raised to one leak cluster)."""
+    warnings: list[str] = Field(default_factory=list)
+    """What a caller should act on (e.g. an empty eval split that no problem could fill)."""
 
     def timing(self) -> str:
         """`12.3 s (4,567 rows/s; read+gates 9.1 s, rank 0.4 s, …)` for people to read."""
@@ -71,6 +97,55 @@ class CorpusResult(BaseModel):
         return (
             f"{self.seconds:.1f} s ({self.counts['inputs'] / max(self.seconds, 1e-9):,.0f} rows/s; {stages})"
         )
+
+
+# -- where the build writes ---------------------------------------------------------------------------------
+def check_out(out: Path, force: bool) -> None:
+    """Refuse, before any work, an output a finished build could not replace: a file, or a non-empty
+    directory without `force`, or (even with it) one that holds no corpus — a build never deletes what
+    it did not write (like `catalog build`)."""
+    if out.exists() and not out.is_dir():
+        raise CorpusDirError(f"{out} exists and is not a directory; give a directory path for the corpus")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise CorpusDirError(f"{out} is not empty; pass force (--force) to replace the corpus in it")
+        if not (out / MANIFEST_FILE).is_file():
+            raise CorpusDirError(
+                f"{out} is not empty and holds no corpus (no {MANIFEST_FILE}); refusing to replace it"
+            )
+
+
+@contextmanager
+def staged(out: Path, force: bool) -> Iterator[Path]:
+    """An empty directory beside `out` to build into, moved onto `out` only when the build completes
+    (a previous corpus is replaced only then, whole, so no file of it outlives it), deleted if anything
+    fails (so a failed build leaves no empty or partial files behind)."""
+    if out.is_symlink():  # replace what the link points at, so the link keeps working
+        out = out.resolve()
+    check_out(out, force)
+    try:
+        stage = make_stage(out)
+        _like_a_new_directory(stage)
+    except OSError as exc:
+        raise CorpusDirError(f"cannot create a build directory beside {out}: {exc.strerror or exc}") from None
+    try:
+        yield stage
+        check_out(out, force)  # another build may have finished there meanwhile
+        move_into_place(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+
+
+def _like_a_new_directory(stage: Path) -> None:
+    """Give the stage (made private, 0700, by `tempfile.mkdtemp`) the mode a plain `mkdir` gets under
+    this process's umask, as the corpus directory had before builds were staged: training jobs of
+    other users may read it. (Read from a probe directory: setting the umask to learn it is racy.)"""
+    probe = stage / ".mode"
+    probe.mkdir()
+    mode = probe.stat().st_mode & 0o777
+    probe.rmdir()
+    stage.chmod(mode)
 
 
 # -- what the build writes ----------------------------------------------------------------------------------
@@ -147,7 +222,8 @@ def rank_problems(
     table: RankTable, per_problem: int, read: Callable[[int, int, int, int], bytes], rejects: HashingWriter
 ) -> RankResult:
     """Keeps each problem's best `per_problem` candidates (`rank.choose`) in `table.kept`; writes the
-    rest to the rejects."""
+    rest to the rejects. The problems of axis-B rows join the list with no kept rows of their own, so
+    the split's leak guard (never-touch suites) decides about them too."""
     tally = Tally()
     problems: list[ProblemEntry] = []
     for group in table.by_problem():
@@ -190,7 +266,28 @@ def rank_problems(
             row=orjson.Fragment(data),
         )
         rejects.write_line(reject.to_json())
-    return RankResult(problems, tally)
+    return RankResult(_with_axis_b_problems(table, problems), tally)
+
+
+def _with_axis_b_problems(table: RankTable, problems: list[ProblemEntry]) -> list[ProblemEntry]:
+    """`problems` and one entry (0 rows) per problem that only axis-B rows have; a problem's leak
+    cluster hint comes from its axis-B rows where its axis-A rows carry none."""
+    known = {entry.problem_id: entry for entry in problems}
+    for group in table.by_problem(table.axis_b):
+        hint = next((row.hint for row in group if row.hint), None)
+        entry = known.get(group[0].problem_id)
+        if entry is not None:
+            entry.cluster_hint = entry.cluster_hint or hint
+            continue
+        buckets = Counter(row.bucket for row in group)
+        known[group[0].problem_id] = ProblemEntry(
+            problem_id=group[0].problem_id,
+            bucket=min(buckets, key=lambda b: (-buckets[b], b or "")),
+            query=group[0].query,
+            cluster_hint=hint,
+            rows=0,
+        )
+    return [known[problem_id] for problem_id in sorted(known)]
 
 
 # -- stage 4: export --------------------------------------------------------------------------------------
@@ -199,44 +296,89 @@ class ExportResult(NamedTuple):
     """(problem id, leak cluster) of every train row written."""
     eval: set[tuple[str, str]]
     tally: Tally
-    """Train and eval rows by bucket, and the `never_touch` rejects."""
+    """Train, eval and axis-B rows by bucket, and the `never_touch` rejects."""
+
+
+def _placed(data: bytes, plan: SplitPlan, problem_id: str) -> tuple[bytes, bytes, bytes, dict]:
+    """A canonical row's (messages, tools, metadata) JSON with its split and leak cluster filled in,
+    and that metadata."""
+    messages, tools, metadata = row_parts(data)
+    meta = orjson.loads(metadata)
+    meta["split"] = plan.pool[problem_id]
+    meta["leak_cluster_id"] = meta.get("leak_cluster_id") or plan.cluster[problem_id]
+    return messages, tools, orjson.dumps(meta), meta
+
+
+def _never_touch_reject(
+    messages: bytes, tools: bytes, metadata: bytes, meta: dict, cluster: str, outputs: Outputs, tally: Tally
+) -> None:
+    reject = RejectedRow(
+        reason=NEVER_TOUCH,
+        detail=f"problem is in never-touch cluster {cluster}",
+        source=meta["source"],
+        problem_id=meta["problem_id"],
+        row=orjson.Fragment(join_row(messages, tools, metadata)),
+    )
+    outputs.rejects.write_line(reject.to_json())
+    tally.reject(NEVER_TOUCH, meta.get("bucket"))
 
 
 def export_rows(
-    table: RankTable, plan: SplitPlan, read: Callable[[int, int, int, int], bytes], outputs: Outputs
+    table: RankTable,
+    plan: SplitPlan,
+    read: Callable[[int, int, int, int], bytes],
+    outputs: Outputs,
+    scratch: Path,
 ) -> ExportResult:
     """The kept rows in input order, each with its split and leak cluster filled in, to its pool's
-    files (the TRL form to JSONL, the canonical one to Parquet), never-touch rows to the rejects."""
+    files (the TRL form to JSONL, the canonical one to Parquet); then the axis-B rows to axis_b.jsonl
+    (`export_axis_b`); the rows of never-touch problems of either axis to the rejects."""
     tally = Tally()
     pairs: dict[str, set[tuple[str, str]]] = {"train": set(), "eval": set()}
     parquet = outputs.open_parquet()
     for row in table.kept.rows("seq"):
         data, trl = _spilled(read, row)
-        messages, tools, metadata = row_parts(data)
+        messages, tools, metadata, meta = _placed(data, plan, row.problem_id)
         pool = plan.pool[row.problem_id]
         cluster = plan.cluster[row.problem_id]
-        meta = orjson.loads(metadata)
-        meta["split"] = pool
-        meta["leak_cluster_id"] = meta.get("leak_cluster_id") or cluster
-        metadata = orjson.dumps(meta)
-        bucket = meta.get("bucket")
         if pool == "never_touch":
-            reject = RejectedRow(
-                reason=NEVER_TOUCH,
-                detail=f"problem is in never-touch cluster {cluster}",
-                source=meta["source"],
-                problem_id=row.problem_id,
-                row=orjson.Fragment(join_row(messages, tools, metadata)),
-            )
-            outputs.rejects.write_line(reject.to_json())
-            tally.reject(NEVER_TOUCH, bucket)
+            _never_touch_reject(messages, tools, metadata, meta, cluster, outputs, tally)
             continue
         outputs.jsonl[f"{pool}.jsonl"].write_line(join_row(trl, tools, metadata))
         pairs[pool].add((row.problem_id, cluster))
-        tally.add(pool, bucket)
+        tally.add(pool, meta.get("bucket"))
         if pool in parquet:
             parquet[pool].write_json(messages, tools, metadata)
+    export_axis_b(table, plan, outputs, scratch, tally)
     return ExportResult(pairs["train"], pairs["eval"], tally)
+
+
+def export_axis_b(table: RankTable, plan: SplitPlan, outputs: Outputs, scratch: Path, tally: Tally) -> None:
+    """The axis-B rows in input order, a chunk's file at a time: spliced in whole (kernel copy) when
+    none of its rows is never-touch, else line by line with the never-touch rows (split and cluster
+    filled in) sent to the rejects. Kept axis-B rows are written as stage 1 made them: they are in no
+    split, so they carry none."""
+    for chunk, group in groupby(table.axis_b.rows("seq"), key=lambda row: row.chunk):
+        rows = list(group)  # one chunk's: at most `rowstage.CHUNK`
+        path = spill.chunk_path(scratch, chunk, "axis_b")
+        never = [plan.pool[row.problem_id] == "never_touch" for row in rows]
+        if not any(never):
+            outputs.axis_b.append_file(path, len(rows))
+        else:
+            lines = path.read_bytes()
+            for row, is_never in zip(rows, never, strict=True):
+                line = lines[row.offset : row.offset + row.length]
+                if is_never:
+                    messages, tools, metadata, meta = _placed(line, plan, row.problem_id)
+                    _never_touch_reject(
+                        messages, tools, metadata, meta, plan.cluster[row.problem_id], outputs, tally
+                    )
+                else:
+                    outputs.axis_b.write_line(line)
+        for row, is_never in zip(rows, never, strict=True):
+            if not is_never:
+                tally.add("axis_b", row.bucket)
+        path.unlink()
 
 
 # -- stage 5: counts and manifest ---------------------------------------------------------------------------
@@ -248,9 +390,11 @@ def summarise(
     exported: ExportResult,
     tally: Tally,
     files: dict[str, dict],
+    out: Path,
 ) -> CorpusResult:
     """Counts from the files as written, checked for conservation (raises `ConservationError`), and
-    the manifest, written to `manifest.json`; the result's timings are the caller's to fill in."""
+    the manifest (`write_manifest` writes it, once the report is there to be listed); the result's
+    timings are the caller's to fill in."""
     deduplicated = tally.reasons[DEDUP_RANKED_OUT]
     counts = {
         "inputs": gated.inputs,
@@ -260,6 +404,7 @@ def summarise(
         "rejected": files["rejects.jsonl"]["rows"] - deduplicated,
         "deduplicated": deduplicated,
         "axis_a_candidates": gated.candidates,
+        "axis_b_candidates": gated.axis_b,
         "problems": len(plan.pool),
         "clusters": plan.clusters,
         "eval_target": plan.eval_target,
@@ -277,7 +422,7 @@ def summarise(
     manifest = {
         "schema": MANIFEST_SCHEMA,
         "config": {
-            **config.model_dump(mode="json", exclude={"out", "workers", "report"}),
+            **config.model_dump(mode="json", exclude={"out", "workers", "report", "force"}),
             "tokenizer": tokenizer,
         },
         "counts": counts,
@@ -286,16 +431,35 @@ def summarise(
         "eval_problems_sha256": hashlib.sha256(
             "\n".join(sorted(p for p, _ in exported.eval)).encode()
         ).hexdigest(),
+        "notes": plan.notes,
+        "warnings": plan.warnings,
         "files": files,
     }
+    return CorpusResult(
+        counts=counts,
+        reasons=dict(tally.reasons),
+        manifest=manifest,
+        out=out,
+        seconds=0.0,
+        notes=plan.notes,
+        warnings=plan.warnings,
+    )
+
+
+def write_manifest(result: CorpusResult) -> None:
+    """`manifest.json` in `result.out`, naming every other file there: the data files (in `files`, with
+    rows, sha256 and bytes) and the report's (in `report_files`, by name only: they hold the build's
+    timings, so a hash of them would differ between two identical builds). Then its own hash."""
+    manifest = result.manifest
+    manifest["report_files"] = sorted(
+        p.name for p in result.out.iterdir() if p.name not in manifest["files"] and p.name != MANIFEST_FILE
+    )
+    manifest.pop("manifest_sha256", None)
     manifest["manifest_sha256"] = hashlib.sha256(
         orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS)
     ).hexdigest()
-    (config.out / "manifest.json").write_bytes(
+    (result.out / MANIFEST_FILE).write_bytes(
         orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
-    )
-    return CorpusResult(
-        counts=counts, reasons=dict(tally.reasons), manifest=manifest, out=config.out, seconds=0.0
     )
 
 
@@ -319,16 +483,32 @@ class _Clock:
 
 
 def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = None) -> CorpusResult:
+    """Build the corpus in `config.out` (see the module). Raises `CorpusDirError` for an output it
+    must not replace (a non-empty one without `config.force`), before reading anything."""
     clock = _Clock()
+    check_out(config.out, config.force)
     guard = leak_guard(config)
     tokenizer = TokenCounter(config.tokenizer).name  # fail early on a bad tokenizer, before workers start
-    config.out.mkdir(parents=True, exist_ok=True)
-    outputs = Outputs(config.out, config.parquet)
+    with staged(config.out, config.force) as stage:
+        result = _build(config, stage, guard, tokenizer, clock, progress)
+    result.out = config.out
+    return result
 
-    with tempfile.TemporaryDirectory(prefix="corpus-", dir=config.out) as scratch:
+
+def _build(
+    config: CorpusConfig,
+    stage: Path,
+    guard: LeakGuard,
+    tokenizer: str,
+    clock: _Clock,
+    progress: Callable[[int], None] | None,
+) -> CorpusResult:
+    """Every stage, writing into the empty directory `stage`."""
+    outputs = Outputs(stage, config.parquet)
+    with tempfile.TemporaryDirectory(prefix="corpus-", dir=stage) as scratch:
         table = RankTable(Path(scratch) / "rank.sqlite")
         try:
-            gated = read_and_gate(config, Path(scratch), table, outputs.rejects, outputs.axis_b, progress)
+            gated = read_and_gate(config, Path(scratch), table, outputs.rejects, progress)
             clock.mark("read_gates")
             with spill.SpillReader(Path(scratch)) as read:
                 ranked = rank_problems(table, config.per_problem, read, outputs.rejects)
@@ -337,7 +517,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
                     ranked.problems, guard.fingerprints, guard.never, config.eval_size, config.seed
                 )
                 clock.mark("split")
-                exported = export_rows(table, plan, read, outputs)
+                exported = export_rows(table, plan, read, outputs, Path(scratch))
         finally:
             table.close()
         check_disjoint(exported.train, exported.eval)
@@ -345,9 +525,9 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         clock.mark("export")
 
     tally = Tally()
-    for stage in (gated.tally, ranked.tally, exported.tally):
-        tally.merge(stage)
-    result = summarise(config, tokenizer, gated, plan, exported, tally, files)
+    for stage_tally in (gated.tally, ranked.tally, exported.tally):
+        tally.merge(stage_tally)
+    result = summarise(config, tokenizer, gated, plan, exported, tally, files, stage)
     clock.stamp(result)
     if config.report:
         from shoparena.corpus.report import write_report
@@ -355,6 +535,7 @@ def build_corpus(config: CorpusConfig, progress: Callable[[int], None] | None = 
         write_report(result)  # shows the stages before it
         clock.mark("report")
         clock.stamp(result)
+    write_manifest(result)
     return result
 
 

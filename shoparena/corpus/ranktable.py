@@ -1,5 +1,7 @@
 """The rank table: the axis-A survivors' ranking fields in a scratch SQLite database, so ranking can
-read them grouped by problem (SQLite sorts on disk) however many rows there are.
+read them grouped by problem (SQLite sorts on disk) however many rows there are. The axis-B rows that
+passed every gate have a table of their own: they are not ranked, but their problems go through the
+leak guard like the others before export writes them.
 
 Each table's row is a NamedTuple and its columns are that tuple's fields: `RankTable` builds the
 `CREATE TABLE`, `INSERT` and `SELECT` from them and batches the inserts, so no other code spells a
@@ -18,7 +20,8 @@ from typing import Generic, NamedTuple, TypeVar
 
 
 class CandidateRow(NamedTuple):
-    """An axis-A row that reached ranking: what ranking reads, and where the row itself is spilled."""
+    """An axis-A row that reached ranking: what ranking reads, and where the row itself is spilled.
+    An axis-B row is one too, with its place in the chunk's axis-B file (no TRL part, no rank key)."""
 
     seq: int
     """The row's place in the input: unique, and ordered as the input is."""
@@ -106,7 +109,7 @@ class Table(Generic[Row]):
 
 
 class RankTable:
-    """The build's scratch database: candidates in, kept and dropped rows out."""
+    """The build's scratch database: candidates in, kept and dropped rows out; axis-B rows aside."""
 
     def __init__(self, path: Path, batch: int = BATCH):
         self._db = sqlite3.connect(str(path))
@@ -115,11 +118,13 @@ class RankTable:
         self.candidates = Table(self._db, "cand", CandidateRow, batch)
         self.kept = Table(self._db, "kept", RankedRow, batch)
         self.dropped = Table(self._db, "dropped", RankedRow, batch)
+        self.axis_b = Table(self._db, "axis_b", CandidateRow, batch)
 
-    def by_problem(self) -> Iterator[list[CandidateRow]]:
-        """The candidates one problem at a time (problems sorted by id), each problem's in input order."""
+    def by_problem(self, table: Table[CandidateRow] | None = None) -> Iterator[list[CandidateRow]]:
+        """The candidates (or `table`'s rows) one problem at a time (problems sorted by id), each
+        problem's in input order."""
         group: list[CandidateRow] = []
-        for row in self.candidates.rows("problem_id, seq"):
+        for row in (table or self.candidates).rows("problem_id, seq"):
             if group and row.problem_id != group[0].problem_id:
                 yield group
                 group = []

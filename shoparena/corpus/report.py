@@ -33,12 +33,10 @@ def funnel_stages(result: CorpusResult) -> list[tuple[str, int]]:
     for reason in GATE_REASONS:
         remaining -= reasons.get(reason, 0)
         stages.append((f"after {reason}", remaining))
-    remaining -= counts["axis_b"]
-    stages.append(("axis A", remaining))
-    remaining -= counts["deduplicated"]
-    stages.append(("after dedup/rank", remaining))
-    remaining -= reasons.get("never_touch", 0)
-    stages.append(("train + eval", remaining))
+    # the rest split by axis; never-touch rows of either axis leave after ranking
+    stages.append(("axis A", counts["axis_a_candidates"]))
+    stages.append(("after dedup/rank", counts["axis_a_candidates"] - counts["deduplicated"]))
+    stages.append(("train + eval", counts["train"] + counts["eval"]))
     return stages
 
 
@@ -110,14 +108,20 @@ def write_report(result: CorpusResult) -> str:
         "## Axis",
         "",
         f"Axis-A rows reaching ranking: {counts['axis_a_candidates']:,}; axis-B rows set aside: "
-        f"{counts['axis_b']:,} (axis_b.jsonl).",
+        f"{counts['axis_b']:,} (axis_b.jsonl) of the {counts['axis_b_candidates']:,} that passed every "
+        "gate (the others belong to never-touch problems).",
         "",
         "## Split",
         "",
-        f"{counts['problems']:,} problems in {counts['clusters']:,} leak clusters; eval target "
-        f"{counts['eval_target']:,} rows, stratified by bucket; train ∩ eval verified empty (problem ids and "
-        "clusters).",
+        f"{counts['problems']:,} problems (axis A and B) in {counts['clusters']:,} leak clusters; eval "
+        f"target {counts['eval_target']:,} rows, stratified by bucket; train ∩ eval verified empty (problem "
+        "ids and clusters).",
         "",
+    ]
+    lines += [f"Note: {note}" for note in result.notes] + [f"**Warning:** {w}" for w in result.warnings]
+    if result.notes or result.warnings:
+        lines.append("")
+    lines += [
         "## Files",
         "",
         "| file | rows | sha256 |",

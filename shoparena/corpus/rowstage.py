@@ -2,10 +2,12 @@
 processes over chunks of input lines.
 
 A worker writes a chunk's rejects, axis-B rows and axis-A survivors to the chunk's own files and sends
-back only a small `ChunkResult`: the chunk's tally, its survivors' rank-table rows and the files'
-names. The main process appends the reject and axis-B files to the outputs in input order (hashed
-from a memory map, copied by the kernel), leaves the survivors where they are for ranking and export
-to read back, and puts their rows in the rank table.
+back only a small `ChunkResult`: the chunk's tally, its survivors' and axis-B rows' rank-table rows and
+the files' names. The main process appends the reject files to the outputs in input order (hashed
+from a memory map, copied by the kernel), leaves the survivors and the axis-B files where they are for
+ranking and export to read back, and puts their rows in the rank table. Axis-B rows wait for export
+because whether a row may be written at all depends on its problem's leak cluster (never-touch
+suites), which is known only once every problem has been seen.
 """
 
 from __future__ import annotations
@@ -59,10 +61,12 @@ class Rejected(NamedTuple):
 
 
 class AxisB(NamedTuple):
-    """A row whose calls code emitted: set aside in axis_b.jsonl, never ranked."""
+    """A row whose calls code emitted: bound for axis_b.jsonl (unless its problem is never-touch),
+    never ranked."""
 
-    bucket: str | None
+    meta: RowMetadata
     line: bytes
+    """The canonical row JSON (`models.row_json`)."""
 
 
 class Survivor(NamedTuple):
@@ -159,7 +163,7 @@ class RowWork:
             return _rejected(reject, meta.bucket, unjudged=meta.judge_quality is None)
         data = row_json(row)
         if meta.axis == "B":
-            return AxisB(meta.bucket, data)
+            return AxisB(meta, data)
         return Survivor(meta, data, trl_messages(row.messages))
 
 
@@ -179,14 +183,40 @@ class ChunkResult(NamedTuple):
     records: int
     tally: Tally
     candidates: list[CandidateRow]
+    aside: list[CandidateRow]
+    """The axis-B rows, each at its place in the `axis_b` file."""
     rejects: SpoolFile
     axis_b: SpoolFile
 
 
+def _candidate(
+    meta: RowMetadata, seq: int, place: tuple[int, int, int, int, int], ranked: bytes | None
+) -> CandidateRow:
+    """`meta`'s rank-table row stored at `place` (chunk, offset, length, TRL length, stored length).
+    Its rank key and digest are made only for a row ranking will read (`ranked`: its canonical JSON);
+    axis-B rows are never ranked, so hashing their ~66 KB would be wasted."""
+    chunk, offset, length, trl_length, stored = place
+    return CandidateRow(
+        seq=seq,
+        problem_id=meta.problem_id,
+        bucket=meta.bucket,
+        query=meta.query,
+        hint=meta.leak_cluster_id,
+        key=orjson.dumps(rank_key(meta.signals, meta.judge_quality)).decode() if ranked is not None else "",
+        shape=meta.signals.shape if ranked is not None and meta.signals else "",
+        digest=hashlib.sha256(ranked).hexdigest()[:16] if ranked is not None else "",
+        chunk=chunk,
+        offset=offset,
+        length=length,
+        trl_length=trl_length,
+        stored=stored,
+    )
+
+
 def spool(work: RowWork, index: int, chunk: list[tuple[str, bytes]], scratch: Path) -> ChunkResult:
     """Stage 1 over one chunk, its bulky output written to the chunk's own files in `scratch`: reject
-    lines, axis-B lines and the survivors' spill (addressed by offset, not by line). A survivor's
-    `seq` is its place in the input: chunk `index` numbers its records from `index * CHUNK`."""
+    lines, axis-B lines and the survivors' spill (addressed by offset, not by line). A row's `seq` is
+    its place in the input: chunk `index` numbers its records from `index * CHUNK`."""
     if len(chunk) > CHUNK:
         raise ValueError(
             f"chunk {index} holds {len(chunk)} records; more than {CHUNK} would reuse seq numbers"
@@ -195,41 +225,32 @@ def spool(work: RowWork, index: int, chunk: list[tuple[str, bytes]], scratch: Pa
     rejects: list[bytes] = []
     axis_b: list[bytes] = []
     candidates: list[CandidateRow] = []
-    offset = 0
+    aside: list[CandidateRow] = []
+    offset = axis_b_offset = 0
     with spill.chunk_path(scratch, index, "cand").open("wb") as stored:
         for position, outcome in enumerate(work.run(chunk)):
             if isinstance(outcome, Rejected):
                 rejects.append(outcome.line)
                 tally.reject(outcome.reason, outcome.bucket, outcome.unjudged)
             elif isinstance(outcome, AxisB):
-                axis_b.append(outcome.line)
-                tally.add("axis_b", outcome.bucket)
+                meta, line = outcome
+                axis_b.append(line)
+                seq = index * CHUNK + position
+                aside.append(_candidate(meta, seq, (index, axis_b_offset, len(line), 0, len(line)), None))
+                axis_b_offset += len(line) + 1
             else:
                 meta, data, trl = outcome
                 packed = spill.pack(data + trl)
                 stored.write(packed)
-                candidates.append(
-                    CandidateRow(
-                        seq=index * CHUNK + position,
-                        problem_id=meta.problem_id,
-                        bucket=meta.bucket,
-                        query=meta.query,
-                        hint=meta.leak_cluster_id,
-                        key=orjson.dumps(rank_key(meta.signals, meta.judge_quality)).decode(),
-                        shape=meta.signals.shape,
-                        digest=hashlib.sha256(data).hexdigest()[:16],
-                        chunk=index,
-                        offset=offset,
-                        length=len(data),
-                        trl_length=len(trl),
-                        stored=len(packed),
-                    )
-                )
+                seq = index * CHUNK + position
+                place = (index, offset, len(data), len(trl), len(packed))
+                candidates.append(_candidate(meta, seq, place, data))
                 offset += len(packed)
     return ChunkResult(
         records=len(chunk),
         tally=tally,
         candidates=candidates,
+        aside=aside,
         rejects=_write_lines(spill.chunk_path(scratch, index, "rejects"), rejects),
         axis_b=_write_lines(spill.chunk_path(scratch, index, "axis_b"), axis_b),
     )
@@ -298,6 +319,8 @@ class GateResult(NamedTuple):
     inputs: int
     candidates: int
     """Axis-A rows that passed every gate, now in the rank table."""
+    axis_b: int
+    """Axis-B rows that passed every gate, now in the rank table's `axis_b` (export decides their fate)."""
     tally: Tally
 
 
@@ -306,24 +329,28 @@ def read_and_gate(
     scratch: Path,
     table: RankTable,
     rejects: HashingWriter,
-    axis_b: HashingWriter,
     progress: Callable[[int], None] | None = None,
 ) -> GateResult:
     """Every input record through `RowWork`, in `config.workers` processes when more than one; rejects
-    and axis-B rows appended to their outputs in input order, survivors to `table`."""
+    appended to their output in input order, survivors and axis-B rows to `table` (their chunk files
+    stay in `scratch` for export; an empty axis-B file is removed at once)."""
     tally = Tally()
-    inputs = candidates = 0
+    inputs = candidates = axis_b = 0
 
     def consume(result: ChunkResult) -> None:
-        nonlocal inputs, candidates
+        nonlocal inputs, candidates, axis_b
         inputs += result.records
         candidates += len(result.candidates)
+        axis_b += len(result.aside)
         tally.merge(result.tally)
         for row in result.candidates:
             table.candidates.add(row)
-        for spooled, writer in ((result.rejects, rejects), (result.axis_b, axis_b)):
-            writer.append_file(spooled.path, spooled.rows)
-            spooled.path.unlink()
+        for row in result.aside:
+            table.axis_b.add(row)
+        rejects.append_file(result.rejects.path, result.rejects.rows)
+        result.rejects.path.unlink()
+        if not result.axis_b.rows:
+            result.axis_b.path.unlink()
         if progress is not None:
             progress(result.records)
 
@@ -346,4 +373,4 @@ def read_and_gate(
         work = RowWork(config)
         for index, chunk in tasks:
             consume(spool(work, index, chunk, scratch))  # type: ignore[arg-type]
-    return GateResult(inputs, candidates, tally)
+    return GateResult(inputs, candidates, axis_b, tally)

@@ -13,6 +13,15 @@ never-touch as a whole. The other clusters are drawn for eval per bucket (a clus
 most common one), in a seeded order, until each bucket's share of `eval_size` rows is met; the rest is
 train. `check_disjoint` verifies the result and raises `LeakError`.
 
+Problems with no kept rows (those only axis-B rows have) are clustered like the others, so the
+never-touch guard reaches them and their near-duplicates, but never drawn for eval.
+
+A small corpus would get an empty eval split (10% of 9 rows is 0), and later stages evaluate on the
+held-out problems; so when the draw leaves eval empty although it was not asked to be (`eval_size` 0)
+and two or more clusters have rows, the smallest cluster (seeded among equals) is held out and the
+plan says so (`notes`). When no cluster can be held out without emptying train, it says that
+(`warnings`).
+
 Memory is O(distinct problems), independent of the number of rows.
 """
 
@@ -108,6 +117,10 @@ class SplitPlan(BaseModel):
     eval_target: int
     clusters: int
     never_touch_clusters: int
+    notes: list[str] = []
+    """What the split did beyond its target (the one-cluster eval floor)."""
+    warnings: list[str] = []
+    """Why eval is empty when it was not asked to be."""
 
 
 class NeverTouch(BaseModel):
@@ -240,7 +253,8 @@ def plan_split(
     members: dict[str, list[ProblemEntry]] = defaultdict(list)
     for entry in problems:
         members[cluster_of[entry.problem_id]].append(entry)
-    candidates = {c: m for c, m in members.items() if c not in never}
+    # clusters of problems with no kept rows (axis B only) hold nothing to draw
+    candidates = {c: m for c, m in members.items() if c not in never and any(e.rows for e in m)}
     total_rows = sum(e.rows for m in candidates.values() for e in m)
     target = default_eval_size(total_rows) if eval_size is None else max(0, min(eval_size, total_rows))
 
@@ -268,6 +282,10 @@ def plan_split(
             if size - shortfall <= shortfall:  # overshoot by at most what is still missing
                 eval_clusters.add(cluster)
                 taken += size
+    notes: list[str] = []
+    warnings: list[str] = []
+    if not eval_clusters and eval_size != 0:
+        _eval_floor(candidates, target, rng, eval_clusters, notes, warnings)
     pool = {}
     for cluster, entries in members.items():
         name = "never_touch" if cluster in never else "eval" if cluster in eval_clusters else "train"
@@ -279,7 +297,45 @@ def plan_split(
         eval_target=target,
         clusters=len(members),
         never_touch_clusters=len(never & set(members)),
+        notes=notes,
+        warnings=warnings,
     )
+
+
+def _eval_floor(
+    candidates: dict[str, list[ProblemEntry]],
+    target: int,
+    rng: random.Random,
+    eval_clusters: set[str],
+    notes: list[str],
+    warnings: list[str],
+) -> None:
+    """The draw left eval empty: hold out the smallest cluster (seeded among equals) if another one
+    stays for train, else say why eval is empty."""
+    rows = {c: sum(e.rows for e in entries) for c, entries in candidates.items()}
+    problems = sum(len(entries) for entries in candidates.values())
+    if len(candidates) >= 2:
+        order = sorted(candidates)
+        rng.shuffle(order)
+        cluster = min(order, key=rows.__getitem__)
+        eval_clusters.add(cluster)
+        n = len(candidates[cluster])
+        notes.append(
+            f"eval holds 1 leak cluster ({n} problem{'s' * (n != 1)}, {rows[cluster]} rows) although "
+            f"its target of {target} rows left it empty: later stages evaluate on held-out problems"
+        )
+    elif problems >= 2:
+        warnings.append(
+            f"the eval split is empty: all {problems} problems with kept rows are in one leak cluster, "
+            "so none can be held out without leaking into train"
+        )
+    elif problems == 1:
+        warnings.append(
+            "the eval split is empty: only one problem has kept rows, and holding it out would leave "
+            "train empty"
+        )
+    else:
+        warnings.append("the eval split is empty: no rows were kept")
 
 
 def default_eval_size(rows: int) -> int:

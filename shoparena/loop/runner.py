@@ -159,20 +159,30 @@ def build_loop_corpus(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[
     from shoparena.corpus.pipeline import build_corpus
 
     part = config.corpus
-    result = build_corpus(
-        CorpusConfig(
-            inputs=[layout.firehose],
-            out=layout.corpus_dir,
-            catalog=layout.catalog,
-            problems=[layout.problems],
-            never_touch=[layout.firehose_dir / FINAL_RACE_POOL],
-            eval_size=part.eval_size,
-            min_quality=part.min_quality,
-            per_problem=part.per_problem,
-            max_length=part.max_length,
-            seed=config.season.seed,
+    # `corpus build` refuses a non-empty output (and moves its finished corpus into place whole), so
+    # the stage's started-marker steps out of the directory for the build and goes back in after it.
+    marker = layout.corpus_dir / resume.STAGE_STARTED
+    started = marker.read_bytes() if marker.is_file() else None
+    marker.unlink(missing_ok=True)
+    try:
+        result = build_corpus(
+            CorpusConfig(
+                inputs=[layout.firehose],
+                out=layout.corpus_dir,
+                catalog=layout.catalog,
+                problems=[layout.problems],
+                never_touch=[layout.firehose_dir / FINAL_RACE_POOL],
+                eval_size=part.eval_size,
+                min_quality=part.min_quality,
+                per_problem=part.per_problem,
+                max_length=part.max_length,
+                seed=config.season.seed,
+            )
         )
-    )
+    finally:
+        if started is not None:
+            layout.corpus_dir.mkdir(parents=True, exist_ok=True)
+            marker.write_bytes(started)
     c = result.counts
     say(
         f"    inputs {c['inputs']} = train {c['train']} + eval {c['eval']} + rejected {c['rejected']} "
