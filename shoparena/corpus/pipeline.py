@@ -125,7 +125,6 @@ def staged(out: Path, force: bool) -> Iterator[Path]:
     check_out(out, force)
     try:
         stage = make_stage(out)
-        _like_a_new_directory(stage)
     except OSError as exc:
         raise CorpusDirError(f"cannot create a build directory beside {out}: {exc.strerror or exc}") from None
     try:
@@ -135,17 +134,6 @@ def staged(out: Path, force: bool) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-
-
-def _like_a_new_directory(stage: Path) -> None:
-    """Give the stage (made private, 0700, by `tempfile.mkdtemp`) the mode a plain `mkdir` gets under
-    this process's umask, as the corpus directory had before builds were staged: training jobs of
-    other users may read it. (Read from a probe directory: setting the umask to learn it is racy.)"""
-    probe = stage / ".mode"
-    probe.mkdir()
-    mode = probe.stat().st_mode & 0o777
-    probe.rmdir()
-    stage.chmod(mode)
 
 
 # -- what the build writes ----------------------------------------------------------------------------------

@@ -50,10 +50,20 @@ def remove_stale_stages(target: Path) -> list[Path]:
 
 
 def make_stage(target: Path) -> Path:
-    """A fresh empty directory beside `target` (creating its parents) to build into."""
+    """A fresh empty directory beside `target` (creating its parents) to build into, with the mode a
+    plain `mkdir` gets under this process's umask: `tempfile.mkdtemp` makes it private (0700), and the
+    finished catalogue or corpus must stay readable by whoever could read a directory made the plain
+    way (training jobs, validators and the sandbox's own user). The mode is read from a probe
+    directory: setting the umask to learn it would race with other threads."""
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_stages(target)
-    return Path(tempfile.mkdtemp(prefix=_stage_prefix(target, "building"), dir=target.parent))
+    stage = Path(tempfile.mkdtemp(prefix=_stage_prefix(target, "building"), dir=target.parent))
+    probe = stage / ".mode"
+    probe.mkdir()
+    mode = probe.stat().st_mode & 0o777
+    probe.rmdir()
+    stage.chmod(mode)
+    return stage
 
 
 def _exchange(first: Path, second: Path) -> bool:

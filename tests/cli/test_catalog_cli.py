@@ -4,6 +4,7 @@ import base64
 import gzip
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -243,6 +244,9 @@ def test_force_replaces_a_catalogue_only_with_a_finished_one(tmp_path):
     assert build_from(other, out, "--force").exit_code == 0
     assert meta_of(out)["source"] == str(other) and meta_of(out)["n_products"] == 3
     assert leftovers(tmp_path) == ["cat"]
+    plain = tmp_path / "plain"
+    plain.mkdir()  # a finished catalogue has a plain directory's mode, not the staging's private 0700
+    assert stat.S_IMODE(out.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
 
 
 def test_a_killed_build_leaves_a_staging_directory_that_the_next_build_removes(tmp_path):
