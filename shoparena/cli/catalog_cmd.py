@@ -149,10 +149,10 @@ def stats(
 @catalog_app.command("push-es")
 def push_es(
     catalog: Annotated[Path, typer.Argument(help="A catalogue directory built by `catalog build`.")],
-    url: Annotated[str, typer.Option(envvar="SHOPARENA_ES_URL", help="Elasticsearch/OpenSearch URL.")],
+    url: Annotated[str, typer.Option(envvar="SHOPARENA_ES_URL", help="Elasticsearch URL.")],
     index: Annotated[str, typer.Option(help="Index name (replaced if it exists).")] = DEFAULT_ES_INDEX,
 ) -> None:
-    """Load a built catalogue into Elasticsearch/OpenSearch; then search it with `--backend elasticsearch`.
+    """Load a built catalogue into Elasticsearch; then search it with `--backend elasticsearch`.
 
     The server and index are remembered in DIR/es.json, so `search` and `product` find them.
 
