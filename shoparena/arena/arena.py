@@ -10,6 +10,7 @@ arena.store.add(record)          # the trajectory store, in the same database
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,10 +99,16 @@ def init_arena(
     `settings`: store, code_store, nonce_store and any other `ArenaConfig` field."""
     arena_dir = Path(arena_dir)
     config = new_config(arena_dir, Path(catalog), Path(problems), **settings)
-    arena_dir.mkdir(parents=True, exist_ok=True)
-    code = open_code_store(config.code_store, arena_dir)
-    if isinstance(code, LocalCodeStore):
-        code.root.mkdir(parents=True, exist_ok=True)
-    _open_state(config.store_url(arena_dir)).close()
-    write_config(arena_dir, config)
+    created = not arena_dir.exists()
+    try:
+        arena_dir.mkdir(parents=True, exist_ok=True)
+        code = open_code_store(config.code_store, arena_dir)
+        if isinstance(code, LocalCodeStore):
+            code.root.mkdir(parents=True, exist_ok=True)
+        _open_state(config.store_url(arena_dir)).close()
+        write_config(arena_dir, config)
+    except BaseException:
+        if created:  # a failed init (a bad --store, an unreachable database) leaves no half-made arena
+            shutil.rmtree(arena_dir, ignore_errors=True)
+        raise
     return open_arena(arena_dir)

@@ -109,6 +109,21 @@ def test_arena_init_register_neurons(tmp_path, small_catalog_dir, problems_file)
     assert missing.exit_code == 2 and "not an arena directory" in missing.output
 
 
+def test_a_failed_init_leaves_no_half_made_arena(tmp_path, small_catalog_dir, problems_file):
+    for store in ("mysql://x", "postgresql://nobody@127.0.0.1:1/none"):
+        arena_dir = tmp_path / "new" / "arena"
+        failed = invoke("arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir,
+                        "--problems", problems_file, "--store", store)  # fmt: skip
+        assert failed.exit_code != 0 and "Traceback" not in failed.output, failed.output
+        assert not arena_dir.exists()
+    kept = tmp_path / "existing"
+    (kept / "notes.txt").parent.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    invoke("arena", "init", "--dir", kept, "--catalog", small_catalog_dir, "--problems", problems_file,
+           "--store", "mysql://x")  # fmt: skip
+    assert kept.is_dir() and (kept / "notes.txt").read_text() == "mine"  # a directory it did not make stays
+
+
 def test_arena_init_refuses_bad_inputs(tmp_path, small_catalog_dir, problems_file):
     bad_catalog = invoke(
         "arena", "init", "--dir", tmp_path / "a", "--catalog", tmp_path, "--problems", problems_file
