@@ -510,6 +510,8 @@ class JobBoard:
             return
         if self._job_kind(connection, lease.job_id) == "race":
             return  # a race job is claimable again at once; the submission's own status is not the race's
+        if self._running_job(connection, lease.submission_id) != lease.job_id:
+            return  # an old job's lease (a bank job before the competition): the running job is another
         others = self._leases(connection, LEASES.c.job_id == lease.job_id)
         if any(other.live(now) for other in others if other.lease_id != lease.lease_id):
             return
@@ -525,6 +527,16 @@ class JobBoard:
             status = "queued"
         event = SubmissionEvent(status=status, actor="arena", job_id=lease.job_id, detail=why, at=now)
         self.ledger.event_within(connection, lease.submission_id, event)
+
+    @staticmethod
+    def _running_job(connection: Connection, submission_id: str) -> str | None:
+        """The job named by the submission's newest `running` event: the job its status is about."""
+        return connection.execute(
+            select(EVENTS.c.job_id)
+            .where(EVENTS.c.submission_id == submission_id, EVENTS.c.status == "running")
+            .order_by(EVENTS.c.id.desc())
+            .limit(1)
+        ).scalar()
 
     def _sweep(self, connection: Connection, now: datetime) -> None:
         """Record every lease that ran out without a heartbeat (and requeue its job)."""

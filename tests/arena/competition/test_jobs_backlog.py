@@ -331,3 +331,29 @@ def test_the_first_period_is_kept_however_late_a_backlog_is_reached(backlog):
         backlog.manifest(1), read_bank(Path(backlog.arena.dir)), early, 2
     )
     assert backlog.frozen_periods() == [1]
+
+
+def test_an_old_bank_lease_that_lapses_later_leaves_the_qualifying_run_alone(backlog):
+    """A validator took the bank job and went silent; meanwhile the competition started and another
+    validator is running the submission's qualifying job. The old lease lapsing is the bank job's
+    affair: it must not put the submission back in the queue (or fail it) under the running job."""
+    backlog.arena.config.jobs.validators_per_submission = 2
+    early = backlog.submit(backlog.miners[0])
+    silent = backlog.board.claim(backlog.validators[0].hotkey)  # takes the bank job, never posts
+    assert silent is not None
+    backlog.drain([backlog.validators[1]])
+    assert backlog.statuses(early) == ["queued", "running", "scored"]
+    backlog.add_race_bank()
+    backlog.clock.advance(seconds=LEASE_S // 2)
+    running = backlog.board.claim(backlog.validators[2].hotkey)  # the qualifying job, still running
+    assert running is not None and running.job_id != silent.job_id
+    backlog.clock.advance(seconds=LEASE_S // 2 + 2)  # the silent lease ran out; the running one has not
+    backlog.board.claim(backlog.validators[1].hotkey)  # a claim sweeps lapsed leases
+    events = backlog.arena.ledger.get(early).events
+    after = [e for e in events if e.at > running_at(events, running.job_id)]
+    assert all(e.job_id != silent.job_id for e in after), [(e.status, e.job_id) for e in events]
+    assert "failed" not in backlog.statuses(early)
+
+
+def running_at(events, job_id: str):
+    return next(e.at for e in events if e.status == "running" and e.job_id == job_id)
