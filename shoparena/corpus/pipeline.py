@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -51,7 +49,7 @@ from shoparena.corpus.rowstage import GateResult, read_and_gate
 from shoparena.corpus.split import NeverTouch, ProblemEntry, SplitPlan, check_disjoint, plan_split
 from shoparena.corpus.tally import Tally
 from shoparena.corpus.tokens import TokenCounter
-from shoparena.index.staging import make_stage, move_into_place
+from shoparena.index.staging import staged_build
 
 if TYPE_CHECKING:
     from shoparena.problems.models import Problem
@@ -115,25 +113,9 @@ def check_out(out: Path, force: bool) -> None:
             )
 
 
-@contextmanager
-def staged(out: Path, force: bool) -> Iterator[Path]:
-    """An empty directory beside `out` to build into, moved onto `out` only when the build completes
-    (a previous corpus is replaced only then, whole, so no file of it outlives it), deleted if anything
-    fails (so a failed build leaves no empty or partial files behind)."""
-    if out.is_symlink():  # replace what the link points at, so the link keeps working
-        out = out.resolve()
-    check_out(out, force)
-    try:
-        stage = make_stage(out)
-    except OSError as exc:
-        raise CorpusDirError(f"cannot create a build directory beside {out}: {exc.strerror or exc}") from None
-    try:
-        yield stage
-        check_out(out, force)  # another build may have finished there meanwhile
-        move_into_place(stage, out)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
+def staged(out: Path, force: bool):
+    """The build directory of a corpus at `out` (`index.staging.staged_build`)."""
+    return staged_build(out, lambda target: check_out(target, force), CorpusDirError)
 
 
 # -- what the build writes ----------------------------------------------------------------------------------

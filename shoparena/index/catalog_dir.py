@@ -16,12 +16,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import shutil
 import time
 from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,7 +38,7 @@ from shoparena.catalog.loader import (
 )
 from shoparena.catalog.models import Shop, build_contents
 from shoparena.index.product_store import ProductStore, ProductStoreWriter
-from shoparena.index.staging import make_stage, move_into_place
+from shoparena.index.staging import staged_build
 from shoparena.index.tantivy_backend import TantivyCatalog, open_tantivy_index
 
 FORMAT_VERSION = 1
@@ -96,26 +94,9 @@ def check_build_target(out: Path, overwrite: bool = False) -> None:
     _check_target(out.resolve() if out.is_symlink() else out, overwrite)
 
 
-@contextmanager
-def _staged(out: Path, overwrite: bool) -> Iterator[Path]:
-    """Yield an empty directory beside `out` to build into; move it onto `out` only if the build
-    completes (an existing catalogue is replaced only then), delete it if anything fails."""
-    if out.is_symlink():  # replace what the link points at, so the link keeps working
-        out = out.resolve()
-    _check_target(out, overwrite)
-    try:
-        stage = make_stage(out)
-    except OSError as exc:
-        raise CatalogDirError(
-            f"cannot create a build directory beside {out}: {exc.strerror or exc}"
-        ) from None
-    try:
-        yield stage
-        _check_target(out, overwrite)  # another build may have finished there meanwhile
-        move_into_place(stage, out)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
+def _staged(out: Path, overwrite: bool):
+    """The build directory of a catalogue at `out` (`staging.staged_build`)."""
+    return staged_build(out, lambda target: _check_target(target, overwrite), CatalogDirError)
 
 
 def _partial_doc(product: dict, contents: str) -> bytes:

@@ -16,6 +16,7 @@ import glob
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 _RENAME_EXCHANGE = 2
@@ -103,3 +104,26 @@ def move_into_place(stage: Path, target: Path) -> None:
     finally:
         with contextlib.suppress(OSError):
             shutil.rmtree(old)
+
+
+@contextlib.contextmanager
+def staged_build(out: Path, check: Callable[[Path], None], error: type[Exception]) -> Iterator[Path]:
+    """An empty directory beside `out` to build into, moved onto `out` only when the build completes (an
+    existing tree is replaced only then, whole, so no file of it outlives it), deleted if anything
+    fails (so a failed build leaves no empty or partial files behind). `check(out)` raises when `out`
+    may not be replaced; it runs before the build and again before the move (another build may have
+    finished there meanwhile). A stage that cannot be made is `error`, naming `out`."""
+    if out.is_symlink():  # replace what the link points at, so the link keeps working
+        out = out.resolve()
+    check(out)
+    try:
+        stage = make_stage(out)
+    except OSError as exc:
+        raise error(f"cannot create a build directory beside {out}: {exc.strerror or exc}") from None
+    try:
+        yield stage
+        check(out)
+        move_into_place(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
