@@ -78,25 +78,8 @@ def test_loop_help_at_80_columns_has_no_stub_lines():
             assert len(line) > 40, f"stub line {line!r} before {following!r}"
 
 
-def test_every_command_help_renders():
-    def walk(typer_app, prefix):
-        for command in typer_app.registered_commands:
-            yield [*prefix, command.name or command.callback.__name__.replace("_", "-")]
-        for group in typer_app.registered_groups:
-            name = group.name or group.typer_instance.info.name
-            yield [*prefix, name]
-            yield from walk(group.typer_instance, [*prefix, name])
-
-    paths = list(walk(app, []))
-    assert len(paths) > 40
-    for path in paths:
-        result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
-        assert result.exit_code == 0, (path, result.output)
-        assert "Usage:" in result.output
-
-
 def _click_commands():
-    """(path, click command) for every command and group of the app."""
+    """(path, click command) for every command and group of the app, the app itself first (path [])."""
     import typer
 
     def walk(command, path):
@@ -105,6 +88,15 @@ def _click_commands():
             yield from walk(sub, [*path, name])
 
     return list(walk(typer.main.get_command(app), []))
+
+
+def test_every_command_help_renders():
+    paths = [path for path, _command in _click_commands() if path]
+    assert len(paths) > 40
+    for path in paths:
+        result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+        assert result.exit_code == 0, (path, result.output)
+        assert "Usage:" in result.output
 
 
 def test_no_help_text_loses_words_to_rich_markup():
@@ -156,16 +148,6 @@ def test_help_has_examples_of_the_command_itself(path):
     assert f"shoparena {' '.join(path)} " in after.split("╭")[0] or f"shoparena {' '.join(path)}\n" in after
 
 
-def _commands(group, path):
-    """(path, command) of every command under a (Typer's click) group."""
-    for name in group.list_commands(None):
-        command = group.get_command(None, name)
-        if hasattr(command, "list_commands"):
-            yield from _commands(command, [*path, name])
-        else:
-            yield [*path, name], command
-
-
 def _examples(help_text: str) -> list[str]:
     """The command lines of a help's "Examples:" paragraph, continuation lines (`\\`) joined."""
     lines, current = [], ""
@@ -199,11 +181,11 @@ def _parse(root, example: str) -> list[str]:
 def test_every_arena_miner_validator_keys_and_model_command_has_examples_that_parse():
     """Each has an "Examples:" paragraph with an example of itself; every example is a command line the
     command it names accepts as written."""
-    import typer.main
-
-    root = typer.main.get_command(app)
+    commands = _click_commands()
+    root = commands[0][1]
     for group in ("arena", "miner", "validator", "keys", "model"):
-        for path, command in _commands(root.get_command(None, group), [group]):
+        leaves = [(p, c) for p, c in commands if p[:1] == [group] and not hasattr(c, "list_commands")]
+        for path, command in leaves:
             assert command.help and "Examples:\n" in command.help, f"shoparena {' '.join(path)}: no Examples"
             named = [_parse(root, example) for example in _examples(command.help)]
             assert path in named, f"shoparena {' '.join(path)}: no example of itself"

@@ -14,6 +14,16 @@ from shoparena.judge.offline import OfflineJudge
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 
+DISTINCT_QUERIES = [
+    "red ceramic coffee mug with lid dishwasher safe 350ml",
+    "bamboo cutting board large with juice groove organic",
+    "stainless steel water bottle insulated 1 litre blue",
+    "wireless gaming mouse rgb 16000 dpi ergonomic black",
+    "cotton bath towel set of 4 grey quick dry",
+    "leather wallet men slim rfid blocking brown",
+]
+"""Six shopping queries that share no content word: each is its own leak cluster."""
+
 
 class Runs:
     def __init__(self, root: Path, catalog: Path, problems: Path):

@@ -17,7 +17,7 @@ from shoparena.corpus.normalise import normalise_record
 from shoparena.corpus.pipeline import CorpusConfig, build_corpus
 from shoparena.corpus.split import LeakError, check_disjoint
 from shoparena.corpus.trace import trace_calls
-from tests.corpus.conftest import openai_row, write_jsonl
+from tests.corpus.conftest import DISTINCT_QUERIES, openai_row, write_jsonl
 
 
 def _conserved(result) -> None:
@@ -119,14 +119,7 @@ def test_axis_from_row_level_origin():
 
 def test_planted_paraphrases_never_straddle(tmp_path):
     """Rows without problem ids or clusters: paraphrases cluster by MinHash on the query text."""
-    base = [
-        "red ceramic coffee mug with lid dishwasher safe 350ml",
-        "bamboo cutting board large with juice groove organic",
-        "stainless steel water bottle insulated 1 litre blue",
-        "wireless gaming mouse rgb 16000 dpi ergonomic black",
-        "cotton bath towel set of 4 grey quick dry",
-        "leather wallet men slim rfid blocking brown",
-    ]
+    base = DISTINCT_QUERIES
     rows = []
     for i, text in enumerate(base * 4):
         variant = i // len(base)

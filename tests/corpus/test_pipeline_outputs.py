@@ -23,16 +23,9 @@ from shoparena.corpus.pipeline import CorpusConfig, CorpusDirError, build_corpus
 from shoparena.corpus.split import query_words
 from shoparena.problems.io import write_problems
 from shoparena.problems.models import Problem
-from tests.corpus.conftest import openai_row, write_jsonl
+from tests.corpus.conftest import DISTINCT_QUERIES, openai_row, write_jsonl
 
-QUERIES = [
-    "red ceramic coffee mug with lid dishwasher safe 350ml",
-    "bamboo cutting board large with juice groove organic",
-    "stainless steel water bottle insulated 1 litre blue",
-    "wireless gaming mouse rgb 16000 dpi ergonomic black",
-    "cotton bath towel set of 4 grey quick dry",
-    "leather wallet men slim rfid blocking brown",
-]
+QUERIES = DISTINCT_QUERIES
 PILES = ("train.jsonl", "eval.jsonl", "axis_b.jsonl")
 
 
