@@ -8,17 +8,24 @@ a reader at that moment sees 11 and moves past 10, which then commits behind it 
 
 So a position is (commit_order, row id): `commit_order` is the writing transaction's id on PostgreSQL
 (the column's default, migration 0002) and 0 on SQLite. A page holds only rows whose transaction id is
-below the reader's snapshot xmin — every transaction below it has committed or aborted — so any row that
-commits later has a transaction id at or above that xmin, greater than every position already handed
-out, and sorts after them. The price: a row is held back while an older write transaction is still
-open anywhere in the database cluster (the arena's writes are short; a session left "idle in
-transaction" delays the head, it never loses a row).
+below the horizon: the oldest write transaction still open in this database, or the snapshot's xmax
+when none is. Every transaction below it has committed or aborted, so any row that commits later has a
+transaction id at or above the horizon, greater than every position already handed out, and sorts after
+them. The price: a row is held back while an older write transaction on the store's database is open (the
+arena's writes are short; a session left "idle in transaction" delays the head, it never loses a row).
+
+The horizon is scoped to the database on purpose. The snapshot's xmin would be simpler, but it counts
+every write transaction of the cluster, so on a shared server any other application's long transaction
+(a migration, a batch job, another tenant's store) would stall the feed. Transactions of other databases
+cannot write this one's tables, so they are left out: the horizon is read in its own statement — the
+snapshot's in-progress ids that belong to a backend (or a prepared transaction) of this database — and
+the page is read in a later snapshot, where each transaction that had ended by then is visible.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
-from sqlalchemy import and_, literal_column, select, tuple_
+from sqlalchemy import and_, select, text, tuple_
 
 from shoparena.store.export import stored_text_column, verified_record_bytes
 from shoparena.store.query import EVALUATIONS, RecordFilter
@@ -26,7 +33,25 @@ from shoparena.store.store import TrajectoryStore
 
 MAX_POSITION = 2**63 - 1
 """Both parts are 64-bit signed columns."""
-PG_SNAPSHOT_XMIN = literal_column("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+PG_FEED_HORIZON = text(
+    """
+    SELECT least(
+        pg_snapshot_xmax(snapshot)::text::bigint,
+        (SELECT min(xid::text::bigint) FROM pg_snapshot_xip(snapshot) AS xid
+          WHERE xid::text::bigint & 4294967295 IN (
+              SELECT backend_xid::text::bigint FROM pg_stat_activity
+               WHERE datname = current_database() AND backend_xid IS NOT NULL
+              UNION ALL
+              SELECT transaction::text::bigint FROM pg_prepared_xacts
+               WHERE database = current_database())))
+      FROM pg_current_snapshot() AS snapshot
+    """
+)
+"""The first transaction id a page may not reach (see the module's docstring).
+
+`pg_snapshot_xip` gives full 64-bit ids, the backends and prepared transactions only their low 32 bits:
+an id in progress is matched on those. The backends are read before the prepared transactions, so one
+that prepares in between is seen in the second list."""
 
 
 class FeedPosition(BaseModel):
@@ -50,15 +75,17 @@ def rows_after(
     """Up to `limit` rows after `after` that `where` selects (invalidated ones never), in feed order."""
     c = EVALUATIONS.c
     conditions = [tuple_(c.commit_order, c.id) > tuple_(after.commit_order, after.row_id)]
-    if store.dialect == "postgresql":
-        conditions.append(c.commit_order < PG_SNAPSHOT_XMIN)
-    query = (
-        select(c.commit_order, c.id, c.record_id, c.content_sha256, stored_text_column())
-        .where(and_(*conditions, *(where or RecordFilter()).conditions()))
-        .order_by(c.commit_order, c.id)
-        .limit(limit)
-    )
-    with store.engine.connect() as connection:
+    # Autocommit: each statement is a transaction of its own, so the page is read in a snapshot taken
+    # after the horizon (it sees every transaction that had ended by then), with no BEGIN/COMMIT trips.
+    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        if store.dialect == "postgresql":
+            conditions.append(c.commit_order < connection.execute(PG_FEED_HORIZON).scalar_one())
+        query = (
+            select(c.commit_order, c.id, c.record_id, c.content_sha256, stored_text_column())
+            .where(and_(*conditions, *(where or RecordFilter()).conditions()))
+            .order_by(c.commit_order, c.id)
+            .limit(limit)
+        )
         rows = connection.execute(query).all()
     return [
         FeedRow(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import time
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from shoparena.store import RecordFilter
 from shoparena.store.feed import FeedPosition, FeedRow, rows_after
 from shoparena.store.store import TrajectoryStore
-from tests.store.conftest import copies
+from tests.store.conftest import PG_ADMIN_URL, copies
 
 HEAD_WAIT_S = 20.0
 """Another test's open write transaction on the same server holds rows back for its duration."""
@@ -115,6 +116,20 @@ def test_a_transaction_id_older_than_its_row_id_sorts_by_commit_order(pg_store, 
     assert len(seen + rest) == 2
     a_at, b_at = rows[a_record.record_id], rows[b_record.record_id]
     assert a_at.row_id < b_at.row_id and a_at.commit_order > b_at.commit_order
+
+
+def test_a_write_transaction_on_another_database_holds_nothing_back(pg_store, records):
+    """A shared server: another application's long transaction must not stall the store's feed."""
+    elsewhere = psycopg.connect(PG_ADMIN_URL)
+    try:
+        elsewhere.execute("SELECT pg_current_xact_id()")  # an open write transaction, on another database
+        batch = copies(records[0], 3, "shared")
+        pg_store.ingest(batch).raise_for_conflicts()
+        rows, _ = read_to_head(pg_store, FeedPosition())
+        assert [row.record_id for row in rows] == [r.record_id for r in batch]
+    finally:
+        elsewhere.rollback()
+        elsewhere.close()
 
 
 WRITERS = 3

@@ -3,7 +3,8 @@
 On PostgreSQL a row id comes from a sequence when the row is inserted, not when its transaction
 commits, so a follower that pages by row id can pass a row whose transaction is still open and never
 see it. The column's default is the writing transaction's id (`pg_current_xact_id()`); a reader that
-serves only rows whose transaction id is below its snapshot's xmin, ordered by (commit_order, id), can
+serves only rows whose transaction id is below the oldest write transaction still open on the database,
+ordered by (commit_order, id), can
 never have a row commit behind its cursor (see `shoparena.store.feed`). Rows written before this
 revision keep 0 and come first, in row id order, as before. SQLite keeps 0 on every row: its row ids
 are already handed out under the single write lock, in commit order.
