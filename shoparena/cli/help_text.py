@@ -6,6 +6,10 @@ those line breaks, and Rich then wraps each line again at the terminal's width, 
 lines of each prose paragraph back into one line for Rich to wrap, and leaves alone the lines that are
 laid out on purpose: indented examples, command lines, bullets, numbered items, the line after a colon
 and paragraphs that start with click's no-rewrap marker (`\\b`).
+
+`keep_indents` works around a second Typer habit: it runs `inspect.cleandoc` over the text after the
+first paragraph, which strips the indent that lines 2.. share. When that text is "Examples:" and the
+indented command lines, the examples came out flush left.
 """
 
 from __future__ import annotations
@@ -41,16 +45,28 @@ def reflow(text: str) -> str:
     return "\n\n".join(paragraphs)
 
 
+def keep_indents(text: str) -> str:
+    """`text` with one more line break before its second paragraph, so that Typer's `cleandoc` of the
+    rest starts with an empty line and measures the indent on every line of it (see the module)."""
+    head, gap, rest = text.partition("\n\n")
+    return f"{head}\n\n\n{rest.lstrip(chr(10))}" if gap else text
+
+
+def tidy(text: str) -> str:
+    """The help Typer should be given for a docstring or help string."""
+    return keep_indents(reflow(inspect.cleandoc(text)))
+
+
 def reflow_app(app: typer.Typer) -> None:
     """Reflow the help of every command and group under `app`, in place (call after registering)."""
     if app.info.help:
-        app.info.help = reflow(inspect.cleandoc(str(app.info.help)))
+        app.info.help = tidy(str(app.info.help))
     for command in app.registered_commands:
         text = command.help or (inspect.getdoc(command.callback) if command.callback else None)
         if text:
-            command.help = reflow(inspect.cleandoc(text))
+            command.help = tidy(text)
     for group in app.registered_groups:
         if group.help:
-            group.help = reflow(inspect.cleandoc(str(group.help)))
+            group.help = tidy(str(group.help))
         if group.typer_instance is not None:
             reflow_app(group.typer_instance)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from shoparena.cli import app
-from shoparena.cli.help_text import NO_REWRAP, reflow, stands_alone
+from shoparena.cli.help_text import NO_REWRAP, keep_indents, reflow, stands_alone
 
 
 def test_prose_lines_are_joined_and_paragraphs_kept():
@@ -189,3 +189,19 @@ def test_every_arena_miner_validator_keys_and_model_command_has_examples_that_pa
             assert command.help and "Examples:\n" in command.help, f"shoparena {' '.join(path)}: no Examples"
             named = [_parse(root, example) for example in _examples(command.help)]
             assert path in named, f"shoparena {' '.join(path)}: no example of itself"
+
+
+def test_examples_after_a_one_line_summary_keep_their_indent():
+    """Typer dedents the text after the summary; a summary plus "Examples:" alone lost the indent."""
+    result = CliRunner().invoke(app, ["arena", "check", "--help"], env={"COLUMNS": "120", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    heading = next(line for line in lines if "Examples:" in line)
+    example = next(line for line in lines if "shoparena arena check agent.py" in line)
+    assert example.index("shoparena") > heading.index("Examples:")
+
+
+@given(docs)
+def test_keep_indents_adds_one_line_break_before_the_second_paragraph_only(text):
+    kept = keep_indents(text)
+    assert kept == text if "\n\n" not in text else kept.replace("\n\n\n", "\n\n", 1) == text
