@@ -112,7 +112,7 @@ def test_every_benign_agent_runs_as_a_miner_and_ends_its_episode(small_catalog, 
         assert episode.terminated is not None, f"{path.name} did not terminate"
 
 
-@pytest.mark.parametrize("name", ["reference_agentic_miner", "reference_pipeline_miner"])
+@pytest.mark.parametrize("name", ["reference_agentic", "reference_pipeline_miner"])
 def test_the_reference_miner_files_recommend_on_every_bucket(name, small_catalog, one_problem_per_bucket):
     agent = make_file_agent(str(next(p for p in BENIGN if p.stem == name)), inference_models=OFFLINE_MODELS)
     with contextlib.closing(agent):
