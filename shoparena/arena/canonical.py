@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shoparena.arena.models import JobRef, ProblemResultIn
+from shoparena.arena.models import JobRef, ProblemResultIn, ResultScores
 from shoparena.problems.models import Problem
 from shoparena.records.trajectory import AgentInfo, TrajectoryRecord
+from shoparena.scoring.metrics import arena_final_score, judge_coefficient
 
 ARENA_AGENT_KIND = "file"
 SCORING_MODE = "strict"
@@ -77,6 +78,28 @@ def problem_outcome(record: TrajectoryRecord) -> ProblemResultIn:
         steps_used=record.outcome.steps_used,
         error=error,
         record_id=record.record_id,
+    )
+
+
+def _mean(values: list[float]) -> float | None:
+    """Rounded to 9 places: qualities are multiples of 0.1 and a float sum must not land a hair under a
+    threshold (the same reason as `judge.coefficient.mean_quality`)."""
+    return round(sum(values) / len(values), 9) if values else None
+
+
+def result_scores(problems: Sequence[ProblemResultIn]) -> ResultScores:
+    """The aggregates of one evaluation (`problems` non-empty)."""
+    successes = sum(problem.success for problem in problems)
+    asr = successes / len(problems)
+    q = _mean([p.judge_quality for p in problems if p.judge_quality is not None])
+    return ResultScores(
+        problems=len(problems),
+        successes=successes,
+        asr=asr,
+        mean_rule_score=_mean([p.rule_score for p in problems if p.rule_score is not None]),
+        judge_quality=q,
+        coefficient=judge_coefficient(q) if q is not None else None,
+        final_score=arena_final_score(asr, q) if q is not None else None,
     )
 
 

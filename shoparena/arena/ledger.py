@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, func, insert, select
 
 from shoparena.arena.admission import Violation
+from shoparena.arena.canonical import result_scores
 from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError, ResultConflictError, UnknownSubmissionError
 from shoparena.arena.models import (
@@ -36,7 +37,6 @@ from shoparena.arena.models import (
 from shoparena.arena.schema import ProblemResult, Submission, SubmissionResult
 from shoparena.arena.schema import SubmissionEvent as EventRow
 from shoparena.problems.canonical import canonical_json
-from shoparena.scoring.metrics import arena_final_score, judge_coefficient
 
 SUBMISSIONS = Submission.__table__
 EVENTS = EventRow.__table__
@@ -114,12 +114,6 @@ def latest_events():
         .group_by(EVENTS.c.submission_id)
         .subquery()
     )
-
-
-def _mean(values: list[float]) -> float | None:
-    """Rounded to 9 places: qualities are multiples of 0.1 and a float sum must not land a hair under a
-    threshold (the same reason as `judge.coefficient.mean_quality`)."""
-    return round(sum(values) / len(values), 9) if values else None
 
 
 def _content_sha256(result: ResultIn) -> str:
@@ -341,10 +335,6 @@ class SubmissionLedger:
         now = now or datetime.now(UTC)
         digest = _content_sha256(result)
         problems = result.problems
-        successes = sum(problem.success for problem in problems)
-        asr = successes / len(problems)
-        qualities = [p.judge_quality for p in problems if p.judge_quality is not None]
-        q = _mean(qualities)
         values = {
             "submission_id": result.submission_id,
             "job_id": result.job_id,
@@ -353,13 +343,7 @@ class SubmissionLedger:
             "suite": result.suite,
             "suite_version": result.suite_version,
             "scoring_pipeline_version": result.scoring_pipeline_version,
-            "problems": len(problems),
-            "successes": successes,
-            "asr": asr,
-            "mean_rule_score": _mean([p.rule_score for p in problems if p.rule_score is not None]),
-            "judge_quality": q,
-            "coefficient": judge_coefficient(q) if q is not None else None,
-            "final_score": arena_final_score(asr, q) if q is not None else None,
+            **result_scores(problems).model_dump(),
             "created_at": now,
         }
         with writing(self.engine) as connection:

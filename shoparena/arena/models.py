@@ -136,7 +136,23 @@ class ProblemResultView(ProblemResultIn):
     pass
 
 
-class ResultView(BaseModel):
+class ResultScores(BaseModel):
+    """What an evaluation of a submission scores, computed from its problems the one way the arena does
+    (the ledger stores these with every result; `miner try` shows them before a miner submits)."""
+
+    problems: int
+    successes: int
+    asr: float
+    """Success rate over every problem of the job: crashes and timeouts count as failures."""
+    mean_rule_score: float | None
+    judge_quality: float | None
+    """Mean judge quality q over the judged problems (None: none was judged)."""
+    coefficient: float | None
+    final_score: float | None
+    """asr × coefficient (None when nothing was judged: the arena then scores it 0)."""
+
+
+class ResultView(ResultScores):
     """One validator's evaluation with the arena's own aggregates (SPEC §4: final = ASR × coeff)."""
 
     job_id: str
@@ -144,13 +160,6 @@ class ResultView(BaseModel):
     suite: str | None
     suite_version: str | None
     scoring_pipeline_version: str
-    problems: int
-    successes: int
-    asr: float
-    mean_rule_score: float | None
-    judge_quality: float | None
-    coefficient: float | None
-    final_score: float | None
     at: datetime
     per_problem: list[ProblemResultView]
 

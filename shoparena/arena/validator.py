@@ -23,15 +23,19 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.arena.canonical import canonical_record, problem_outcome
 from shoparena.arena.client import ArenaClient, ArenaRefused
 from shoparena.arena.errors import ArenaError
-from shoparena.arena.models import ArenaInfo, JobOffer, ResultPost, ResultView
+from shoparena.arena.models import ArenaInfo, EvaluationSettings, JobOffer, ResultPost, ResultView
 from shoparena.records.trajectory import SCORING_PIPELINE_VERSION, TrajectoryRecord
+
+if TYPE_CHECKING:
+    from shoparena.agents.config import EvalConfig
+    from shoparena.problems.models import Problem
 
 log = logging.getLogger("shoparena.validator")
 SandboxBackend = Literal["bwrap", "container", "none"]
@@ -53,6 +57,42 @@ class JobFailed(ArenaError):
 
 class LeaseLost(Exception):
     """The arena took the job back (the lease lapsed): stop working on it."""
+
+
+def evaluation_config(
+    agent: Path,
+    catalog: Path,
+    problems: list[Problem],
+    out: Path,
+    evaluation: EvaluationSettings,
+    *,
+    workers: int = 1,
+    sandbox: SandboxBackend = "bwrap",
+    inference_models: dict[str, str] | None = None,
+    name: str,
+) -> EvalConfig:
+    """The eval run of a miner file as the arena runs it: its evaluation settings (production-strict),
+    the file agent in the sandbox, the inference proxy's allowlist (None: the offline reference models).
+    Validators run jobs with it, and `miner try` runs a miner's file with it before submission."""
+    from shoparena.agents.config import EvalConfig
+
+    return EvalConfig(
+        catalog=catalog,
+        problems=problems,
+        agent=f"file:{agent}",
+        out=out,
+        workers=workers,
+        executor="process",
+        profile=evaluation.profile,
+        step_cap=evaluation.step_cap,
+        mode=evaluation.mode,
+        similarity=evaluation.similarity,
+        timeout=evaluation.timeout_s,
+        bootstrap=0,
+        name=name,
+        sandbox=sandbox,
+        options={"inference_models": dict(inference_models)} if inference_models else {},
+    )
 
 
 class ValidatorSettings(BaseModel):
@@ -308,7 +348,6 @@ class Validator:
 
     def _run(self, offer: JobOffer, catalog: Path, keeper: LeaseKeeper) -> list[TrajectoryRecord]:
         from shoparena.agents.base import RunnerError
-        from shoparena.agents.config import EvalConfig
         from shoparena.agents.run_dir import TRAJECTORIES_FILE, read_trajectories
         from shoparena.agents.runner import run_eval
         from shoparena.problems.models import Problem
@@ -321,27 +360,16 @@ class Validator:
             descriptor = os.open(agent, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "wb") as handle:
                 handle.write(code)
-            evaluation = offer.evaluation
-            config = EvalConfig(
-                catalog=catalog,
-                problems=problems,
-                agent=f"file:{agent}",
-                out=workdir / "run",
+            config = evaluation_config(
+                agent,
+                catalog,
+                problems,
+                workdir / "run",
+                offer.evaluation,
                 workers=self.settings.workers,
-                executor="process",
-                profile=evaluation.profile,
-                step_cap=evaluation.step_cap,
-                mode=evaluation.mode,
-                similarity=evaluation.similarity,
-                timeout=evaluation.timeout_s,
-                bootstrap=0,
-                name=f"arena job {offer.job_id}",
                 sandbox=self.settings.sandbox,
-                options=(
-                    {"inference_models": dict(self.settings.inference_models)}
-                    if self.settings.inference_models
-                    else {}
-                ),
+                inference_models=self.settings.inference_models,
+                name=f"arena job {offer.job_id}",
             )
 
             def watch(_progress) -> None:

@@ -40,7 +40,7 @@ def register(arena_app: typer.Typer) -> None:
         """Admission's static analysis of one agent file: format, security and integrity rules.
 
         Examples:
-          shoparena arena check tests/arena/admission_corpus/benign/reference_pipeline_miner.py
+          shoparena arena check agent.py
           shoparena arena check agent.py --json
         """
         if not agent.is_file():

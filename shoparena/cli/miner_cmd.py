@@ -113,7 +113,7 @@ def submit_cmd(
     """Submit AGENT.py: exit 0 when admitted, 1 when admission rejects it, 2 on any other refusal.
 
     Examples:
-      shoparena miner submit --key miner.json tests/arena/admission_corpus/benign/reference_pipeline_miner.py
+      shoparena miner submit --key miner.json agent.py
       shoparena miner submit --arena http://127.0.0.1:8742 --key miner.json agent.py --name v2 --json
       shoparena miner submit --wallet my-wallet --hotkey default agent.py
     """
@@ -236,4 +236,7 @@ def scores(result, bold_final: bool = False) -> str:
 
 
 def register(app: typer.Typer) -> None:
+    from shoparena.cli import miner_try_cmd
+
+    miner_try_cmd.register(miner_app)
     app.add_typer(miner_app, name="miner")

@@ -37,6 +37,19 @@ def _summary(report) -> str:
     )
 
 
+InferenceModelsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--inference-models",
+        help="The inference proxy's allowlist for miner code: NAME=UPSTREAM,… with UPSTREAM offline:NAME "
+        "or http://HOST:PORT/v1#MODEL (e.g. a checkpoint served by `shoparena model serve`) "
+        "\\[default: the offline reference models].",
+        show_default=False,
+    ),
+]
+"""`validator run` and `miner try`: the models miner code may ask for (`agents.file_agent.parse_models`)."""
+
+
 @validator_app.command("run")
 def run_cmd(
     arena: ArenaOption = "http://127.0.0.1:8742",
@@ -75,16 +88,7 @@ def run_cmd(
     poll_s: Annotated[
         float, typer.Option("--poll-s", min=0.1, help="Wait between claims while no job is waiting (s).")
     ] = 10.0,
-    inference_models: Annotated[
-        str | None,
-        typer.Option(
-            "--inference-models",
-            help="The inference proxy's allowlist for miner code: NAME=UPSTREAM,… with UPSTREAM offline:NAME "
-            "or http://HOST:PORT/v1#MODEL (e.g. a checkpoint served by `shoparena model serve`) "
-            "\\[default: the offline reference models].",
-            show_default=False,
-        ),
-    ] = None,
+    inference_models: InferenceModelsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print each job's report as JSON.")] = False,
 ) -> None:
     """Claim jobs and evaluate them until interrupted (or one with --once).

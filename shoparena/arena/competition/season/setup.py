@@ -138,28 +138,16 @@ def participant(arena_dir: Path, seed: int, role: str, index: int, uid: int, sta
 
 def build_world(arena_dir: Path, settings: SeasonSettings, sandbox_timeout_s: float | None = None) -> Path:
     """A catalogue and the arena's problem bank under `arena_dir/world/` (reused when present)."""
-    from shoparena.index.catalog_dir import CatalogDirError, build_synthetic, open_catalog, read_meta
-    from shoparena.problems.generator import ProblemGenerator
-    from shoparena.problems.io import write_problems
+    from shoparena.problems.world import generated_world
 
     world = Path(arena_dir) / "world"
-    catalog_dir = world / "catalog"
-    try:
-        meta = read_meta(catalog_dir)
-        fresh = meta.n_products != settings.products or meta.seed != settings.seed
-    except (CatalogDirError, ValueError):
-        fresh = True
-    if fresh:
-        build_synthetic(catalog_dir, settings.products, seed=settings.seed, workers=1, overwrite=True)
-    problems = world / "qualifying.jsonl"
-    if fresh or not problems.exists():
-        catalog = open_catalog(catalog_dir)
-        try:
-            write_problems(
-                problems, ProblemGenerator(catalog, seed=settings.seed).generate(settings.qualifying_bank)
-            )
-        finally:
-            catalog.close()
+    generated_world(
+        world,
+        products=settings.products,
+        seed=settings.seed,
+        problems=settings.qualifying_bank,
+        problems_file="qualifying.jsonl",
+    )
     return world
 
 

@@ -1,0 +1,259 @@
+"""`shoparena miner new` and `shoparena miner try`: start a miner file from a working one, and see what
+the arena would make of it before submitting (admission, the sandboxed strict evaluation, the judge,
+the score against the qualifying threshold)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.table import Table
+
+from shoparena.arena.tryout import PRACTICE_PROBLEMS
+from shoparena.cli.common import console, fail, print_json, say
+from shoparena.cli.validator_cmd import InferenceModelsOption
+
+SEASON_MINERS = Path(__file__).resolve().parents[1] / "arena" / "competition" / "season" / "miners"
+TEMPLATES = {
+    "model": "agentic_model.py",
+    "pipeline": "narrated_pipeline.py",
+    "keyword": "keyword_verify.py",
+}
+"""`miner new --template` → the season's miner file it copies (each one races in `arena simulate`)."""
+Template = Literal["model", "pipeline", "keyword"]
+EXIT_REJECTED = 1
+EXIT_BELOW_THRESHOLD = 3
+"""2 is every command's usage error (`fail`); a file that runs but would not qualify gets its own code."""
+
+
+def outcome_table(report) -> Table:
+    table = Table(title="per problem", title_justify="left")
+    table.add_column("problem", no_wrap=True)
+    for column in ("bucket", "ok", "rule", "q", "steps"):
+        table.add_column(column, justify="left" if column == "bucket" else "right", no_wrap=True)
+    table.add_column("note")
+    for item in report.outcomes:
+        normal = item.end_reason is not None and item.end_reason.startswith("terminated")
+        table.add_row(
+            item.problem_id,
+            item.bucket or "",
+            "yes" if item.success else "no",
+            "" if item.rule_score is None else f"{item.rule_score:.2f}",
+            "" if item.judge_quality is None else f"{item.judge_quality:.1f}",
+            "" if item.steps_used is None else str(item.steps_used),
+            (item.error or ("" if normal else item.end_reason or ""))[:160],
+        )
+    return table
+
+
+def verdict(report) -> str:
+    scores = report.scores
+    q = "none judged" if scores.judge_quality is None else f"{scores.judge_quality:.3f}"
+    coefficient = "–" if scores.coefficient is None else f"{scores.coefficient:.3f}"
+    final = scores.final_score or 0.0
+    line = (
+        f"success rate {scores.successes}/{scores.problems} = {scores.asr:.3f} · judge q {q} → coefficient "
+        f"{coefficient} · final score {final:.3f} (threshold {report.qualify_threshold:.2f})"
+    )
+    if report.qualifies:
+        return f"[green]would qualify[/]: {line}"
+    return f"[yellow]would not qualify[/]: {line}"
+
+
+def register(miner_app: typer.Typer) -> None:
+    @miner_app.command("new")
+    def new_cmd(
+        agent: Annotated[Path, typer.Argument(help="The miner file to write.")],
+        template: Annotated[
+            Template,
+            typer.Option(
+                "--template",
+                help="model: the model decides every tool call through the inference proxy (axis A); "
+                "pipeline: code searches and verifies, the model narrates (axis B); keyword: code only, "
+                "no model.",
+            ),
+        ] = "model",
+        force: Annotated[bool, typer.Option("--force", help="Overwrite AGENT when it exists.")] = False,
+    ) -> None:
+        """Write a working miner file to start from: one the arena admits and that races in
+        `arena simulate`.
+
+        Then edit it, and `shoparena miner try` it before you submit.
+
+        Examples:
+          shoparena miner new agent.py
+          shoparena miner new agent.py --template pipeline
+        """
+        if agent.exists() and not force:
+            raise fail(f"{agent} exists; choose another name or pass --force to overwrite it")
+        source = SEASON_MINERS / TEMPLATES[template]
+        try:
+            agent.write_bytes(source.read_bytes())
+        except OSError as exc:
+            raise fail(f"{agent}: cannot write: {exc.strerror or exc}") from None
+        say(f"wrote {agent} (the {template} template, from {source.name})")
+        say(f"next: `shoparena miner try {agent}`, then `shoparena miner submit --key miner.json {agent}`")
+
+    @miner_app.command("try")
+    def try_cmd(
+        agent: Annotated[Path, typer.Argument(help="The agent file you would submit.")],
+        out: Annotated[
+            Path,
+            typer.Option(
+                "--out", help="Runs go to OUT/<the code's sha256, 12 digits>/; the practice set too."
+            ),
+        ] = Path("miner-try"),
+        arena_dir: Annotated[
+            Path | None,
+            typer.Option(
+                "--arena-dir",
+                help="An arena directory (the operator's): its evaluation settings, qualifying threshold "
+                "and, unless --problems is given, its catalogue and bank.",
+                show_default=False,
+            ),
+        ] = None,
+        catalog: Annotated[
+            Path | None,
+            typer.Option("--catalog", help="The catalogue --problems was made on.", show_default=False),
+        ] = None,
+        problems: Annotated[
+            Path | None,
+            typer.Option(
+                "--problems",
+                help="Problems to run \\[default: a practice set of generated problems on a generated "
+                "catalogue, made once under OUT/practice].",
+                show_default=False,
+            ),
+        ] = None,
+        practice_problems: Annotated[
+            int, typer.Option("--practice-problems", help="Size of the practice set.")
+        ] = PRACTICE_PROBLEMS,
+        limit: Annotated[
+            int | None,
+            typer.Option("--limit", help="Only the first N problems.", show_default=False),
+        ] = None,
+        similarity: Annotated[
+            str | None,
+            typer.Option(
+                "--similarity",
+                help="Title similarity, minilm or lexical \\[default: the arena's: minilm].",
+                show_default=False,
+            ),
+        ] = None,
+        judge: Annotated[
+            str,
+            typer.Option(
+                "--judge",
+                help="offline (rules, no model) or openai:MODEL (at $OPENAI_BASE_URL, key $OPENAI_API_KEY).",
+            ),
+        ] = "offline",
+        sandbox: Annotated[
+            str,
+            typer.Option(
+                "--sandbox",
+                help="bwrap (as validators run it), container, or none (no isolation: your own code only).",
+            ),
+        ] = "bwrap",
+        workers: Annotated[int, typer.Option("--workers", help="Problems run in parallel.")] = 1,
+        inference_models: InferenceModelsOption = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    ) -> None:
+        """See what the arena would make of AGENT.py before you submit it: admission, then the
+        validators' evaluation in the sandbox, the judge and the score against the qualifying threshold.
+
+        It runs the arena's own parts: the static analysis `miner submit` would meet, the evaluation
+        settings validators use (production-strict scoring, oro7 tools, 300 s a problem), the offline
+        reference models behind the inference proxy, the offline judge, the ledger's final score
+        (success rate × judge coefficient) and the competition's threshold (0.2 unless --arena-dir
+        says otherwise). Only the problems differ: the arena qualifies on a bank you never see, so the
+        default is a practice set generated on a generated catalogue (12 problems, made once).
+
+        A run is kept under OUT/ by the code's sha256: trying the same bytes again reprints it, and an
+        interrupted run resumes. Exit status: 0 would qualify, 1 admission rejects the file, 3 it runs
+        but scores under the threshold, 2 usage errors.
+
+        Examples:
+          shoparena miner try agent.py
+          shoparena miner try agent.py --limit 3 --similarity lexical
+          shoparena miner try agent.py --catalog cat/ --problems suite.jsonl --workers 2
+          shoparena miner try agent.py --arena-dir arena/ --json
+          shoparena miner try agent.py --inference-models "qwen=http://127.0.0.1:8000/v1#Qwen/Qwen3-4B"
+        """
+        from pydantic import ValidationError
+
+        from shoparena.agents.base import AgentSpecError
+        from shoparena.agents.file_agent import parse_models
+        from shoparena.arena.errors import ArenaError
+        from shoparena.arena.models import EvaluationSettings
+        from shoparena.arena.tryout import TryoutSettings, admission, arena_settings, evaluate
+        from shoparena.cli.arena_cmd import print_violations
+        from shoparena.cli.common import quiet_libraries
+        from shoparena.cli.eval_cmd import live_progress
+
+        quiet_libraries()
+
+        try:
+            models = parse_models(inference_models) if inference_models else None
+        except AgentSpecError as exc:
+            raise fail(f"--inference-models: {exc}") from None
+        try:
+            settings = TryoutSettings(
+                out=out,
+                catalog=catalog,
+                problems=problems,
+                practice_problems=practice_problems,
+                limit=limit,
+                judge=judge,
+                sandbox=sandbox,
+                workers=workers,
+                inference_models=models,
+            )
+            if arena_dir is not None:
+                settings = arena_settings(arena_dir, settings)
+            if similarity is not None:
+                evaluation = EvaluationSettings.model_validate(
+                    {**settings.evaluation.model_dump(), "similarity": similarity}
+                )
+                settings = settings.model_copy(update={"evaluation": evaluation})
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise fail(f"{where}: {problem['msg']}") from None
+        except ArenaError as exc:
+            raise fail(str(exc)) from None
+        try:
+            report = admission(agent, settings)
+            if report.admitted:
+                with live_progress(not as_json) as progress:
+                    report = evaluate(report, settings, progress=progress)
+        except ArenaError as exc:
+            raise fail(str(exc)) from None
+        except KeyboardInterrupt:
+            say("interrupted: finished problems are kept; run the same command to resume")
+            raise typer.Exit(130) from None
+        if report.run_dir is not None:
+            from shoparena.report import write_run_reports
+
+            write_run_reports(report.run_dir)
+        if as_json:
+            print_json(
+                {
+                    **report.model_dump(mode="json"),
+                    "admitted": report.admitted,
+                    "qualifies": report.qualifies,
+                }
+            )
+        elif not report.admitted:
+            print_violations(str(agent), report.violations)
+        else:
+            console.print(outcome_table(report))
+            say(verdict(report))
+            say(
+                f"the run (records, report.html): {report.run_dir}; "
+                f"submit the same bytes with `shoparena miner submit --key miner.json {agent}`"
+            )
+        if not report.admitted:
+            raise typer.Exit(EXIT_REJECTED)
+        if not report.qualifies:
+            raise typer.Exit(EXIT_BELOW_THRESHOLD)

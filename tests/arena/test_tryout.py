@@ -1,0 +1,155 @@
+"""`miner try` / `arena.tryout`: a miner file run the way the arena runs it — admission, the sandboxed
+strict evaluation, the judge and the ledger's score — before it is submitted; and `miner new`."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from shoparena.arena.admission import check_submission
+from shoparena.arena.canonical import result_scores
+from shoparena.arena.models import EvaluationSettings
+from shoparena.arena.tryout import TryoutError, TryoutSettings, arena_settings, try_agent
+from shoparena.cli import app
+from shoparena.cli.miner_try_cmd import EXIT_BELOW_THRESHOLD, SEASON_MINERS, TEMPLATES
+from tests.arena.conftest import make_arena
+
+FAST = EvaluationSettings(similarity="lexical", timeout_s=60)
+runner = CliRunner()
+
+
+@pytest.fixture
+def settings(tmp_path, small_catalog_dir, problems_file) -> TryoutSettings:
+    return TryoutSettings(
+        out=tmp_path / "try", catalog=small_catalog_dir, problems=problems_file, limit=3, evaluation=FAST
+    )
+
+
+def season_miner(name: str, tmp_path):
+    path = tmp_path / f"{name}.py"
+    path.write_bytes((SEASON_MINERS / f"{name}.py").read_bytes())
+    return path
+
+
+def test_an_admitted_file_is_evaluated_scored_and_judged_as_the_arena_would(tmp_path, settings):
+    agent = season_miner("keyword_verify", tmp_path)
+    report = try_agent(agent, settings)
+    assert report.admitted and report.violations == []
+    assert len(report.outcomes) == 3
+    assert all(o.judge_quality is not None and o.record_id for o in report.outcomes)
+    assert report.scores == result_scores(report.outcomes)
+    assert report.qualifies == ((report.scores.final_score or 0) >= settings.qualify_threshold)
+    # the run holds the bytes it tried, the records, and is named after the code
+    code_dir = report.run_dir.parent
+    assert code_dir.name == report.code_sha256[:12]
+    assert (code_dir / "agent.py").read_bytes() == agent.read_bytes()
+    lines = (report.run_dir / "trajectories.jsonl").read_bytes().splitlines()
+    records = [orjson.loads(line) for line in lines]
+    assert [r["record_id"] for r in records] == [o.record_id for o in report.outcomes]
+    run = orjson.loads((report.run_dir / "run.json").read_bytes())
+    assert (run["mode"], run["agent_options"]["sandbox"]) == ("strict", "bwrap")
+
+
+def test_the_same_bytes_resume_and_changed_bytes_make_a_new_run(tmp_path, settings):
+    agent = season_miner("keyword_verify", tmp_path)
+    first = try_agent(agent, settings)
+    again = try_agent(agent, settings)
+    assert again.run_dir == first.run_dir and again.outcomes == first.outcomes
+    wider = try_agent(agent, settings.model_copy(update={"limit": 4}))
+    assert wider.run_dir != first.run_dir and len(wider.outcomes) == 4
+    agent.write_text(agent.read_text() + "\n# v2\n")
+    changed = try_agent(agent, settings)
+    assert changed.code_sha256 != first.code_sha256 and changed.run_dir.parent != first.run_dir.parent
+
+
+def test_a_rejected_file_never_runs(tmp_path, settings):
+    agent = tmp_path / "bad.py"
+    agent.write_text("import socket\n\ndef agent_main(problem_data):\n    return socket.gethostname()\n")
+    report = try_agent(agent, settings)
+    assert not report.admitted and not report.qualifies
+    assert [v.rule for v in report.violations] == [v.rule for v in check_submission(agent.read_bytes())]
+    assert report.run_dir is None and not settings.out.exists()
+
+
+def test_a_file_that_hangs_is_killed_at_the_arenas_timeout_and_fails(tmp_path, settings):
+    agent = season_miner("sleeper", tmp_path)
+    quick = settings.model_copy(
+        update={"limit": 1, "evaluation": EvaluationSettings(similarity="lexical", timeout_s=3)}
+    )
+    report = try_agent(agent, quick)
+    assert report.admitted
+    [outcome] = report.outcomes
+    assert not outcome.success and outcome.error and "timeout" in outcome.error.lower()
+    assert report.scores.asr == 0 and not report.qualifies
+
+
+def test_an_arena_directory_gives_its_settings_threshold_and_bank(tmp_path, small_catalog_dir, problems_file):
+    make_arena(
+        tmp_path / "arena",
+        small_catalog_dir,
+        problems_file,
+        {},
+        evaluation=EvaluationSettings(similarity="lexical", timeout_s=42),
+    ).close()
+    settings = arena_settings(tmp_path / "arena", TryoutSettings(out=tmp_path / "try"))
+    assert settings.evaluation.timeout_s == 42 and settings.evaluation.similarity == "lexical"
+    assert settings.problems is not None and settings.problems.read_bytes() == problems_file.read_bytes()
+    own = arena_settings(
+        tmp_path / "arena", TryoutSettings(catalog=small_catalog_dir, problems=tmp_path / "mine.jsonl")
+    )
+    assert own.problems == tmp_path / "mine.jsonl"
+
+
+def test_bad_inputs_are_refused_by_name(tmp_path, small_catalog_dir, problems_file):
+    agent = season_miner("keyword_verify", tmp_path)
+    with pytest.raises(TryoutError, match="no such file"):
+        try_agent(tmp_path / "missing.py", TryoutSettings(out=tmp_path / "t"))
+    with pytest.raises(TryoutError, match="needs the --catalog"):
+        try_agent(agent, TryoutSettings(out=tmp_path / "t", problems=problems_file))
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"query": 3}\n')
+    with pytest.raises(TryoutError, match=r"broken\.jsonl"):
+        try_agent(agent, TryoutSettings(out=tmp_path / "t", catalog=small_catalog_dir, problems=broken))
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_miner_new_writes_an_admissible_file_and_never_overwrites(tmp_path, template):
+    agent = tmp_path / "agent.py"
+    result = runner.invoke(app, ["miner", "new", str(agent), "--template", template])
+    assert result.exit_code == 0, result.output
+    assert check_submission(agent.read_bytes()) == []
+    agent.write_text("mine")
+    result = runner.invoke(app, ["miner", "new", str(agent)])
+    assert result.exit_code == 2 and "--force" in result.output and agent.read_text() == "mine"
+
+
+def test_miner_try_exit_codes_and_json(tmp_path, small_catalog_dir, problems_file):
+    common = [
+        "--catalog",
+        str(small_catalog_dir),
+        "--problems",
+        str(problems_file),
+        "--similarity",
+        "lexical",
+    ]
+    good = season_miner("keyword_verify", tmp_path)
+    result = runner.invoke(
+        app, ["miner", "try", str(good), "--out", str(tmp_path / "t"), "--limit", "2", *common]
+    )
+    assert result.exit_code in (0, EXIT_BELOW_THRESHOLD), result.output
+    assert "qualify" in result.output and "final score" in result.output
+    crashing = season_miner("crashing", tmp_path)
+    result = runner.invoke(
+        app, ["miner", "try", str(crashing), "--out", str(tmp_path / "t"), "--limit", "1", "--json", *common]
+    )
+    assert result.exit_code == EXIT_BELOW_THRESHOLD, result.output
+    answer = orjson.loads(result.stdout)
+    assert answer["admitted"] and not answer["qualifies"] and answer["scores"]["asr"] == 0
+    assert answer["outcomes"][0]["error"]
+    bad = tmp_path / "bad.py"
+    bad.write_text("import subprocess\n\ndef agent_main(problem_data):\n    return []\n")
+    result = runner.invoke(app, ["miner", "try", str(bad), "--out", str(tmp_path / "t"), *common])
+    assert result.exit_code == 1 and "security.banned_import" in result.output
+    result = runner.invoke(app, ["miner", "try", str(good), "--sandbox", "jail", *common])
+    assert result.exit_code == 2 and "sandbox" in result.output
