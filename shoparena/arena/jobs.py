@@ -454,7 +454,8 @@ class JobBoard:
             connection.execute(select(func.pg_advisory_xact_lock(func.hashtextextended("arena:jobs", 0))))
 
     @staticmethod
-    def _leases(connection: Connection, condition) -> list[Lease]:
+    def leases(connection: Connection, condition) -> list[Lease]:
+        """The leases `condition` selects, each with its newest heartbeat's expiry and how it ended."""
         rows = connection.execute(select(LEASES).where(condition).order_by(LEASES.c.id)).all()
         if not rows:
             return []
@@ -490,7 +491,7 @@ class JobBoard:
         return leases
 
     def _own_lease(self, connection: Connection, lease_id: str, hotkey: str) -> Lease:
-        found = self._leases(connection, LEASES.c.lease_id == lease_id)
+        found = self.leases(connection, LEASES.c.lease_id == lease_id)
         if not found:
             raise JobRefused(404, "no_such_lease", f"no lease {lease_id} in this arena")
         lease = found[0]
@@ -512,7 +513,7 @@ class JobBoard:
             return  # a race job is claimable again at once; the submission's own status is not the race's
         if self._running_job(connection, lease.submission_id) != lease.job_id:
             return  # an old job's lease (a bank job before the competition): the running job is another
-        others = self._leases(connection, LEASES.c.job_id == lease.job_id)
+        others = self.leases(connection, LEASES.c.job_id == lease.job_id)
         if any(other.live(now) for other in others if other.lease_id != lease.lease_id):
             return
         lapses = connection.execute(
@@ -541,7 +542,7 @@ class JobBoard:
     def _sweep(self, connection: Connection, now: datetime) -> None:
         """Record every lease that ran out without a heartbeat (and requeue its job)."""
         ended = select(LEASE_EVENTS.c.lease_id).where(LEASE_EVENTS.c.kind.in_(LEASE_ENDS))
-        for lease in self._leases(connection, LEASES.c.lease_id.not_in(ended)):
+        for lease in self.leases(connection, LEASES.c.lease_id.not_in(ended)):
             if lease.expires_at <= now:
                 self._end(
                     connection,
@@ -553,7 +554,7 @@ class JobBoard:
 
     # -- claiming ----------------------------------------------------------------------------------
 
-    def _candidates(self, connection: Connection, competition: bool):
+    def candidates(self, connection: Connection, competition: bool, limit: int | None = CANDIDATES_PER_CLAIM):
         """Admitted submissions that may still need an evaluation, in the order they entered the queue.
 
         Without a race bank an evaluation is a bank job; with one it is a qualifying job, and only
@@ -614,7 +615,7 @@ class JobBoard:
                 func.coalesce(results.c.n, 0) < wanted,
             )
             .order_by(entered.c.event_id, SUBMISSIONS.c.id)
-            .limit(CANDIDATES_PER_CLAIM)
+            .limit(limit)
         )
         return connection.execute(query).all()
 
@@ -633,7 +634,7 @@ class JobBoard:
         A `failed` submission stays failed (its code hung or killed every validator that ran it); a
         rejected one is never evaluated; a `queued` or `running` one is still in the queue, and its
         claim gives it a qualifying job on the same terms. The queued event names no job, so the
-        submission enters the queue now, behind what was already waiting (`_candidates`), and it is
+        submission enters the queue now, behind what was already waiting (`candidates`), and it is
         appended once: from then on the submission has a qualifying job or is no longer `scored`."""
         latest = latest_events()
         newest = (
@@ -678,7 +679,7 @@ class JobBoard:
         )
         holders = {
             lease.validator_hotkey
-            for lease in self._leases(connection, LEASES.c.job_id == job_id)
+            for lease in self.leases(connection, LEASES.c.job_id == job_id)
             if lease.live(now)
         }
         return hotkey not in posted | holders and (cap is None or len(posted) + len(holders) < cap)
@@ -700,7 +701,7 @@ class JobBoard:
             if self._has_room(connection, job.job_id, hotkey, now, cap=None):
                 return job, self.job_problems(job)
         start = self.competition_start(now) if competition else None
-        for candidate in self._candidates(connection, competition):
+        for candidate in self.candidates(connection, competition):
             if competition:
                 spec = self.qualifying_spec(candidate.submission_id, candidate.created_at, fingerprint, start)
             else:

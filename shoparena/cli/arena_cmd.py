@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shoparena.cli import arena_bank_cmd, arena_chain_cmd, arena_check_cmd, arena_race_cmd, arena_simulate_cmd
+from shoparena.cli import (
+    arena_bank_cmd,
+    arena_chain_cmd,
+    arena_check_cmd,
+    arena_race_cmd,
+    arena_simulate_cmd,
+    arena_status_cmd,
+)
 from shoparena.cli.common import console, fail, print_json, say, say_err
 
 arena_app = typer.Typer(
@@ -23,6 +30,7 @@ arena_bank_cmd.register(arena_app)
 arena_race_cmd.register(arena_app)
 arena_chain_cmd.register(arena_app)
 arena_simulate_cmd.register(arena_app)
+arena_status_cmd.register(arena_app)
 
 DirOption = Annotated[Path, typer.Option("--dir", help="The arena directory (`arena init` made it).")]
 

@@ -1,0 +1,153 @@
+"""The operator's view of an arena at one moment (`shoparena arena status`): how many submissions are in
+each state, which ones the next claims will hand out and in what order, which validators hold which
+jobs and until when, and why the latest failures failed.
+
+It reads, in one snapshot, what the job layer itself decides on — the queue is `JobBoard`'s own
+candidate order, a lease's expiry its newest heartbeat's — so what it shows is what the next claim
+will do, not a second opinion. It writes nothing (a lease past its expiry lapses on the next claim's
+sweep; here it is shown as overdue).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic import BaseModel
+from sqlalchemy import func, select
+
+from shoparena.arena.arena import Arena
+from shoparena.arena.jobs import EVENTS, JOBS, LEASE_ENDS, LEASE_EVENTS, LEASES, SUBMISSIONS, JobBoard
+from shoparena.arena.ledger import latest_events
+from shoparena.arena.models import SubmissionStatus
+
+STATUSES: tuple[SubmissionStatus, ...] = ("queued", "running", "scored", "failed", "rejected")
+
+
+class QueuedSubmission(BaseModel):
+    position: int
+    """1 = the next claim's first candidate."""
+    submission_id: str
+    miner_hotkey: str
+    name: str
+    submitted_at: datetime
+
+
+class LiveLease(BaseModel):
+    lease_id: str
+    job_id: str
+    job_kind: str
+    """bank, qualifying or race."""
+    submission_id: str
+    validator_hotkey: str
+    expires_at: datetime
+    seconds_left: float
+    """Negative: past its expiry without a heartbeat; the next claim's sweep lapses it."""
+
+
+class RecentFailure(BaseModel):
+    submission_id: str
+    miner_hotkey: str
+    name: str
+    at: datetime
+    detail: str
+
+
+class ArenaOverview(BaseModel):
+    at: datetime
+    competition: bool
+    """Whether the arena has a race bank (submissions get qualifying jobs)."""
+    miners: int
+    validators: int
+    statuses: dict[str, int]
+    """Submissions by their current status, every status listed."""
+    queue: list[QueuedSubmission]
+    queue_shown_of: int
+    """How many submissions wait in all (`queue` shows the first few)."""
+    leases: list[LiveLease]
+    failures: list[RecentFailure]
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def arena_overview(
+    arena: Arena, board: JobBoard | None = None, *, queue_limit: int = 10, failures_limit: int = 5
+) -> ArenaOverview:
+    board = board or JobBoard(arena)
+    now = board.now()
+    competition = board.competition_on()
+    with arena.store.engine.connect() as connection:
+        latest = latest_events()
+        counts = dict(
+            connection.execute(
+                select(EVENTS.c.status, func.count())
+                .join(latest, latest.c.event_id == EVENTS.c.id)
+                .group_by(EVENTS.c.status)
+            ).all()
+        )
+        waiting = board.candidates(connection, competition, limit=None)
+        ended = select(LEASE_EVENTS.c.lease_id).where(LEASE_EVENTS.c.kind.in_(LEASE_ENDS))
+        open_leases = JobBoard.leases(connection, LEASES.c.lease_id.not_in(ended))
+        kinds = dict(
+            connection.execute(
+                select(JOBS.c.job_id, JOBS.c.kind).where(
+                    JOBS.c.job_id.in_([lease.job_id for lease in open_leases])
+                )
+            ).all()
+        )
+        failed = connection.execute(
+            select(
+                SUBMISSIONS.c.submission_id,
+                SUBMISSIONS.c.miner_hotkey,
+                SUBMISSIONS.c.name,
+                EVENTS.c.created_at,
+                EVENTS.c.detail,
+            )
+            .join(latest, latest.c.submission_id == SUBMISSIONS.c.submission_id)
+            .join(EVENTS, EVENTS.c.id == latest.c.event_id)
+            .where(EVENTS.c.status == "failed")
+            .order_by(EVENTS.c.id.desc())
+            .limit(failures_limit)
+        ).all()
+        neurons = arena.metagraph.all(connection)
+    return ArenaOverview(
+        at=now,
+        competition=competition,
+        miners=sum(1 for n in neurons if n.role == "miner"),
+        validators=sum(1 for n in neurons if n.role == "validator"),
+        statuses={status: counts.get(status, 0) for status in STATUSES},
+        queue=[
+            QueuedSubmission(
+                position=i,
+                submission_id=row.submission_id,
+                miner_hotkey=row.miner_hotkey,
+                name=row.name,
+                submitted_at=_aware(row.created_at),
+            )
+            for i, row in enumerate(waiting[:queue_limit], start=1)
+        ],
+        queue_shown_of=len(waiting),
+        leases=[
+            LiveLease(
+                lease_id=lease.lease_id,
+                job_id=lease.job_id,
+                job_kind=kinds.get(lease.job_id) or "bank",
+                submission_id=lease.submission_id,
+                validator_hotkey=lease.validator_hotkey,
+                expires_at=_aware(lease.expires_at),
+                seconds_left=(_aware(lease.expires_at) - now).total_seconds(),
+            )
+            for lease in open_leases
+        ],
+        failures=[
+            RecentFailure(
+                submission_id=row.submission_id,
+                miner_hotkey=row.miner_hotkey,
+                name=row.name,
+                at=_aware(row.created_at),
+                detail=row.detail or "",
+            )
+            for row in failed
+        ],
+    )
