@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
+from shoparena.cli import corpus_rewrite_cmd
 from shoparena.cli.common import console, err_console, fail, print_json, progress_bar
 from shoparena.cli.model_options import validation_message
 from shoparena.corpus.gates import DEFAULT_MAX_LENGTH, DEFAULT_MIN_QUALITY
@@ -32,6 +33,7 @@ Examples:
 def register(app: typer.Typer) -> None:
     corpus = typer.Typer(help="Turn trajectories into a training corpus (SPEC §8).", no_args_is_help=True)
     app.add_typer(corpus, name="corpus")
+    corpus_rewrite_cmd.register(corpus)
 
     # Bounds are checked by `CorpusConfig`, not click: click would print each range in the option
     # table, which then leaves the help text a column too narrow to read at 80 columns.

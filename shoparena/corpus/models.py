@@ -62,6 +62,18 @@ class Signals(BaseModel):
     """The tool-call sequence as letters (see `rank.SHAPE_LETTERS`), for the diversity tie-break."""
 
 
+class RewriteProvenance(BaseModel):
+    """Where a rewritten row came from (`corpus.rewrite`): its calls, results and answer are those of
+    `from_record`, a code-driven trace; `rewriter` wrote its reasoning."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    from_record: str
+    rewriter: str
+    source_sha256: str | None = None
+    """sha256 of the agent code the rewriter was given (None: it saw only the trace)."""
+
+
 class RowMetadata(BaseModel):
     """What the pipeline knows about a row; filled by the normaliser, extended by later stages."""
 
@@ -88,6 +100,8 @@ class RowMetadata(BaseModel):
     signals: Signals | None = None
     token_count: int | None = None
     split: Pool | None = None
+    rewrite: RewriteProvenance | None = None
+    """Set on a row `corpus rewrite` made from an axis-B trace (None: the row is as its source wrote it)."""
 
 
 class CorpusRow(BaseModel):

@@ -208,7 +208,15 @@ def _row(
     return CorpusRow.model_construct(messages=messages, tools=tools, metadata=metadata)
 
 
-_META_KEYS = ("problem_id", "bucket", "leak_cluster_id", "judge_quality", "tool_call_origin", "query")
+_META_KEYS = (
+    "problem_id",
+    "bucket",
+    "leak_cluster_id",
+    "judge_quality",
+    "tool_call_origin",
+    "query",
+    "rewrite",
+)
 
 
 def _meta_from(mapping: dict | None) -> dict[str, Any]:
