@@ -20,8 +20,9 @@ sandbox, validators, the offline judge, the trajectory store, races and weights.
 
 2 firehose: every stored trajectory exported (what /v1/trajectories serves).
 
-3 corpus: `corpus build` (gates, dedup, axis split, leak-guarded train/eval split) with the final
-race's problem pool kept out.
+3 corpus: `corpus rewrite` of the code-driven traces (corpus.rewrite), then `corpus build` of the
+firehose and those rows (gates, dedup, axis split, leak-guarded train/eval split) with the final race's
+problem pool kept out.
 
 4 train: `train pipeline` (the tiny random Qwen3 by default: plumbing, not learning); every
 checkpoint evaluated on the corpus' held-out problems.

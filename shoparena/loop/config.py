@@ -56,6 +56,9 @@ class CorpusPart(BaseModel):
     min_quality: float = corpus_gates.DEFAULT_MIN_QUALITY
     per_problem: int = Field(2, ge=1)
     max_length: int = corpus_gates.DEFAULT_MAX_LENGTH
+    rewrite: str | None = "reference"
+    """Rewrite the firehose's axis-B traces into agentic rows before the build (`corpus rewrite`):
+    `reference` (offline), `openai:MODEL`, or None to keep them aside as axis-B only."""
 
 
 class TrainPart(BaseModel):

@@ -4,6 +4,8 @@
 DIR/loop.resolved.json            the loop config as run
 DIR/01-season/season.json         the season (`shoparena.arena-season/1`); its arena in 01-season/arena/
 DIR/02-firehose/firehose.jsonl    every trajectory the store holds, exported (the public firehose bytes)
+DIR/02-firehose/rewritten.jsonl   its axis-B traces rewritten as agentic rows (corpus.rewrite; the corpus
+                                  stage makes it, with rewrite_rejects.jsonl beside it)
 DIR/03-corpus/                    `corpus build` of the firehose (manifest.json, train/eval.jsonl …)
 DIR/04-train/                     `train pipeline` (00-base, 01-sft …, eval/<stage> runs, report.md)
 DIR/05-season-agents/<miner>/     `shoparena eval` of each admitted season miner file on the held-out split
@@ -63,6 +65,14 @@ class LoopLayout(BaseModel):
     @property
     def firehose(self) -> Path:
         return self.firehose_dir / "firehose.jsonl"
+
+    @property
+    def rewritten(self) -> Path:
+        return self.firehose_dir / "rewritten.jsonl"
+
+    @property
+    def rewrite_rejects(self) -> Path:
+        return self.firehose_dir / "rewrite_rejects.jsonl"
 
     @property
     def problems(self) -> Path:

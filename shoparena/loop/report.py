@@ -210,17 +210,29 @@ def funnel_section(data: LoopData) -> Section:
             )
         )
     blocks.append(Figure("Where the firehose went, and why rows were rejected", plots.funnel_bars(funnel)))
-    if funnel.firehose_rows is not None and funnel.firehose_rows != counts["inputs"]:
+    rewritten = funnel.rewritten or 0
+    if funnel.rewritten is not None:
+        blocks.append(
+            Text(
+                f"Besides the firehose, the corpus read {rewritten:,} agentic rows `corpus rewrite` made of its "
+                "axis-B traces: the same calls, results and answers, with reasoning written before each turn "
+                "(02-firehose/rewritten.jsonl), judged again and gated like any row."
+            )
+        )
+    if funnel.firehose_rows is not None and funnel.firehose_rows + rewritten != counts["inputs"]:
         blocks.append(
             Text(
                 f"The corpus read {counts['inputs']:,} inputs but the firehose holds {funnel.firehose_rows:,} "
-                "trajectories: the corpus was not built from this firehose export alone.",
+                "trajectories"
+                + (f" and the rewrite {rewritten:,} rows" if rewritten else "")
+                + ": the corpus was not built from this firehose export alone.",
                 missing=True,
             )
         )
     blocks.append(
         Text(
-            "What the numbers mean: every exported trajectory is accounted for once — kept "
+            "What the numbers mean: every input (an exported trajectory or a rewritten row) is accounted "
+            "for once — kept "
             f"({funnel.kept:,}) + rejected ({counts['rejected']:,}) + axis-B ({counts['axis_b']:,}) + "
             f"deduplicated ({counts['deduplicated']:,}) = {accounted:,}"
             + (" = inputs." if accounted == counts["inputs"] else f" ≠ inputs ({counts['inputs']:,})!")

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from shoparena.arena.competition.season.seasonfile import SeasonFile, SeasonSubmission
 from shoparena.corpus.models import DEDUP_RANKED_OUT
 from shoparena.loop.layout import DISTILLED_MINER, LoopLayout
+from shoparena.loop.resume import summary_of
 from shoparena.report.runs import METRICS_FILE as RUN_METRICS_FILE
 from shoparena.report.runs import RUN_FILE, ReportError, RunView, load_run
 from shoparena.train.metrics import METRICS_FILE as STAGE_METRICS_FILE
@@ -103,6 +104,9 @@ class Funnel(BaseModel):
     counts: dict[str, int] | None = None
     reasons: dict[str, int] | None = None
     """Rejections by reason, dedup excluded (it is `deduplicated`)."""
+    rewritten: int | None = None
+    """Agentic rows `corpus rewrite` made of the firehose's axis-B traces, read by the corpus beside it
+    (None: the loop did not rewrite)."""
 
     @property
     def kept(self) -> int:
@@ -125,10 +129,12 @@ def read_funnel(layout: LoopLayout) -> Funnel:
     reasons = manifest.get("reasons") or {}
     if not isinstance(reasons, dict) or any(not isinstance(n, int) for n in reasons.values()):
         raise LoopReportError(f"{manifest_path}: 'reasons' is not an object of counts")
+    rewritten = summary_of(layout.corpus_dir).get("rewritten")
     return Funnel(
         firehose_rows=rows,
         counts=counts,
         reasons={k: int(v) for k, v in reasons.items() if k != DEDUP_RANKED_OUT},
+        rewritten=rewritten if isinstance(rewritten, int) else None,
     )
 
 

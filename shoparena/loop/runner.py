@@ -7,8 +7,10 @@ implementation of any of them.
    validators, offline judge, store, races, weights);
 2. firehose: every stored trajectory exported; the problems the arena ran, with rewards; the final
    race's pool (the held-out partition of the rotation in force when it opens) written as never-touch;
-3. corpus: `corpus build` (judge and format gates, dedup, axis split, leak-guarded split) with the final
-   race's pool never-touch, so the distilled model is never trained on a problem it may race on;
+3. corpus: `corpus rewrite` of the firehose's axis-B traces (`corpus.rewrite`, into
+   02-firehose/rewritten.jsonl), then `corpus build` (judge and format gates, dedup, axis split,
+   leak-guarded split) of the firehose and those rows, with the final race's pool never-touch, so the
+   distilled model is never trained on a problem it may race on;
 4. train: `train pipeline` on the corpus (tiny model by default), each checkpoint then evaluated on the
    corpus' held-out split;
 5. season agents: the miner files that raced the season's last race, evaluated on the same held-out
@@ -159,6 +161,10 @@ def build_loop_corpus(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[
     from shoparena.corpus.pipeline import build_corpus
 
     part = config.corpus
+    inputs = [layout.firehose]
+    rewritten = rewrite_firehose(part.rewrite, layout, say) if part.rewrite else None
+    if rewritten is not None:
+        inputs.append(layout.rewritten)
     # `corpus build` refuses a non-empty output (and moves its finished corpus into place whole), so
     # the stage's started-marker steps out of the directory for the build and goes back in after it.
     marker = layout.corpus_dir / resume.STAGE_STARTED
@@ -167,7 +173,7 @@ def build_loop_corpus(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[
     try:
         result = build_corpus(
             CorpusConfig(
-                inputs=[layout.firehose],
+                inputs=inputs,
                 out=layout.corpus_dir,
                 catalog=layout.catalog,
                 problems=[layout.problems],
@@ -194,7 +200,31 @@ def build_loop_corpus(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[
             f"(rejections: {dict(result.reasons)}): play a longer season (season.days, season.miners ≥ 1 "
             "with model-driven miners) or lower corpus.min_quality"
         )
-    return dict(c)
+    return {**c, "rewritten": rewritten}
+
+
+def rewrite_firehose(spec: str, layout: LoopLayout, say: Say) -> int:
+    """`corpus rewrite` of the firehose into `layout.rewritten`; how many rows it wrote."""
+    from shoparena.corpus.rewrite import rewrite_file
+    from shoparena.corpus.rewriters import make_rewriter
+    from shoparena.judge import make_judge
+
+    rewriter, judge = make_rewriter(spec), make_judge("offline")
+    try:
+        report = rewrite_file(
+            [layout.firehose], layout.rewritten, rewriter, judge, rejects=layout.rewrite_rejects
+        )
+    finally:
+        rewriter.close()
+        judge.close()
+    left = report.rejected.get("not_axis_b", 0)
+    others = {k: n for k, n in report.rejected.items() if k != "not_axis_b"}
+    say(
+        f"    rewrote {report.rewritten} axis-B trace(s) with the {spec} rewriter "
+        f"(judge quality {dict(sorted(report.qualities.items()))}); {left} already agentic"
+        + (f"; not rewritten: {others}" if others else "")
+    )
+    return report.rewritten
 
 
 # -- 4 train ----------------------------------------------------------------------------------------------

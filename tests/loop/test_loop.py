@@ -77,7 +77,10 @@ def test_the_corpus_comes_from_the_seasons_firehose_and_never_holds_a_final_race
     manifest = json.loads((layout.corpus_dir / "manifest.json").read_text())
     counts = manifest["counts"]
     assert counts["train"] > 0 and counts["eval"] > 0
-    assert counts["inputs"] == len(exported)
+    rewritten = layout.rewritten.read_text().splitlines()
+    assert rewritten, "the demo's pipeline miners leave axis-B traces for the rewrite"
+    assert counts["inputs"] == len(exported) + len(rewritten)
+    assert all(json.loads(line)["metadata"]["rewrite"]["rewriter"] == "reference" for line in rewritten)
     final = read_season(layout.final_season_file)
     raced = {pid for race in final.races for pid in race.problem_ids}
     pool = {json.loads(line)["problem_id"] for line in
