@@ -91,13 +91,18 @@ def register(corpus: typer.Typer) -> None:
         limit: Annotated[
             int | None, typer.Option(min=1, help="Stop after N rewritten rows.", show_default=False)
         ] = None,
+        workers: Annotated[
+            int, typer.Option(min=1, help="Processes, each with its own rewriter and judge.")
+        ] = 1,
         force: Annotated[bool, typer.Option("--force", help="Replace --out when it exists.")] = False,
         json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     ) -> None:
+        from functools import partial
+
         from shoparena.arena.errors import ArenaError
         from shoparena.corpus.rewrite import rewrite_file
-        from shoparena.corpus.rewriters import make_rewriter
-        from shoparena.judge import JudgeSpecError, make_judge
+        from shoparena.corpus.rewriters import make_engines
+        from shoparena.judge import JudgeSpecError
 
         for path in inputs:
             if not path.exists():
@@ -108,27 +113,23 @@ def register(corpus: typer.Typer) -> None:
             raise fail(f"{out} exists; pass --force to replace it")
         if any(out.resolve() == (p / "trajectories.jsonl" if p.is_dir() else p).resolve() for p in inputs):
             raise fail(f"{out}: write the rewritten rows to a new file, not over an input")
+        make = partial(make_engines, rewriter, judge, **({"base_url": base_url} if base_url else {}))
         try:
-            chosen = make_rewriter(rewriter, **({"base_url": base_url} if base_url else {}))
-            judge_fn = make_judge(judge)
+            make().close()  # a bad spec fails here, before any work, with its own message
             sources = code_of(arena_dir)
         except (ValueError, JudgeSpecError, ArenaError) as exc:
             raise fail(str(exc)) from None
-        try:
-            with nullcontext(None) if json_output else progress_bar("rewrite", None) as advance:
-                report = rewrite_file(
-                    inputs,
-                    out,
-                    chosen,
-                    judge_fn,
-                    rejects=rejects,
-                    sources=sources,
-                    limit=limit,
-                    progress=advance,
-                )
-        finally:
-            chosen.close()
-            judge_fn.close()
+        with nullcontext(None) if json_output else progress_bar("rewrite", None) as advance:
+            report = rewrite_file(
+                inputs,
+                out,
+                make,
+                rejects=rejects,
+                sources=sources,
+                limit=limit,
+                workers=workers,
+                progress=advance,
+            )
         if json_output:
             print_json(report.model_dump(mode="json"))
         else:

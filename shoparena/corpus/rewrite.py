@@ -27,10 +27,12 @@ and `openai:MODEL` (any OpenAI-compatible endpoint, given the trace and the agen
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
@@ -295,6 +297,29 @@ def _sha256(text: str | None) -> str | None:
 
 
 # -- a file --------------------------------------------------------------------------------------------
+class Engines(NamedTuple):
+    """What rewrites and judges, made once per process by `rewrite_file`'s factory."""
+
+    rewriter: Rewriter
+    judge: Callable[[TrajectoryRecord], Any]
+
+    def close(self) -> None:
+        self.rewriter.close()
+        close = getattr(self.judge, "close", None)
+        if close is not None:
+            close()
+
+
+class Outcome(NamedTuple):
+    """One line's fate: a row's JSON and its quality, or a reject."""
+
+    label: str
+    record_id: str | None
+    row: bytes | None = None
+    quality: float | None = None
+    reject: RejectedRow | None = None
+
+
 class RewriteReport(BaseModel):
     read: int = 0
     rewritten: int = 0
@@ -320,20 +345,99 @@ def iter_trajectories(paths: Iterable[Path]) -> Iterator[tuple[str, bytes]]:
                     yield f"{path}:{number}", line
 
 
+def rewrite_line(
+    engines: Engines, label: str, line: bytes, sources: Callable[[TrajectoryRecord], str | None]
+) -> Outcome:
+    record = None
+    try:
+        try:
+            record = TrajectoryRecord.model_validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            reason = UNREADABLE if first["type"] == "json_invalid" else MALFORMED
+            raise RewriteRejected(reason, f"{where}: {first['msg']}") from None
+        done = rewrite_record(record, engines.rewriter, engines.judge, label, sources(record))
+    except RewriteRejected as exc:
+        reject = RejectedRow(
+            reason=exc.reason,
+            detail=exc.detail,
+            source=label,
+            problem_id=None if record is None else record.problem.problem_id,
+            raw=None if record is not None else line.decode("utf-8", "replace")[:2000],
+        )
+        return Outcome(label, None if record is None else record.record_id, reject=reject)
+    return Outcome(label, record.record_id, row_json(done.row), done.quality)
+
+
+# One process's engines and sources (a worker's, made by `_start_worker`).
+_WORKER: tuple[Engines, Callable] | None = None
+BATCH = 32
+"""Lines a worker takes at a time."""
+
+
+def _start_worker(make: Callable[[], Engines], sources: Callable) -> None:
+    global _WORKER
+    _WORKER = (make(), sources)
+
+
+def _rewrite_batch(batch: list[tuple[str, bytes]]) -> list[Outcome]:
+    assert _WORKER is not None
+    engines, sources = _WORKER
+    return [rewrite_line(engines, label, line, sources) for label, line in batch]
+
+
+def _batches(lines: Iterator[tuple[str, bytes]], size: int) -> Iterator[list[tuple[str, bytes]]]:
+    batch: list[tuple[str, bytes]] = []
+    for item in lines:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _outcomes(
+    lines: Iterator[tuple[str, bytes]], make: Callable[[], Engines], sources: Callable, workers: int
+) -> Iterator[Outcome]:
+    """Every line's outcome, in input order; with `workers` > 1 from a pool, a bounded window of batches
+    in flight (the input is never read ahead whole)."""
+    if workers <= 1:
+        engines = make()
+        try:
+            for label, line in lines:
+                yield rewrite_line(engines, label, line, sources)
+        finally:
+            engines.close()
+        return
+    context = multiprocessing.get_context("fork")
+    with context.Pool(workers, initializer=_start_worker, initargs=(make, sources)) as pool:
+        window: deque[Any] = deque()
+        for batch in _batches(lines, BATCH):
+            window.append(pool.apply_async(_rewrite_batch, (batch,)))
+            if len(window) >= 3 * workers:
+                yield from window.popleft().get()
+        while window:
+            yield from window.popleft().get()
+
+
 def rewrite_file(
     inputs: list[Path],
     out: Path,
-    rewriter: Rewriter,
-    judge: Callable[[TrajectoryRecord], Any],
+    make: Callable[[], Engines],
     *,
     rejects: Path | None = None,
     sources: Callable[[TrajectoryRecord], str | None] = lambda _record: None,
     limit: int | None = None,
+    workers: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> RewriteReport:
-    """Rewrite every axis-B record of `inputs` into `out` (corpus rows, JSONL); the others, with the
-    reason, to `rejects`. `sources(record)` gives the agent's code when it is known. Written to a
-    temporary file and moved into place at the end, so `out` is never half a run."""
+    """Rewrite every axis-B record of `inputs` into `out` (corpus rows, JSONL, in input order); the
+    others, with the reason, to `rejects`. `make()` builds the rewriter and judge (once per process:
+    with `workers` > 1 each worker makes its own, so it must be picklable with fork); `sources(record)`
+    gives the agent's code when it is known. Written to a temporary file and moved into place at the
+    end, so `out` is never half a run."""
     report = RewriteReport(out=str(out), rejects=str(rejects) if rejects else None)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
@@ -341,46 +445,33 @@ def rewrite_file(
     done_ids: set[str] = set()
     try:
         with partial.open("wb") as sink:
-            for label, line in iter_trajectories(inputs):
-                if limit is not None and report.rewritten >= limit:
-                    break
-                report.read += 1
-                if progress:
-                    progress(1)
-                record, problem_id = None, None
-                try:
-                    try:
-                        record = TrajectoryRecord.model_validate_json(line)
-                    except ValidationError as exc:
-                        first = exc.errors()[0]
-                        where = ".".join(map(str, first["loc"]))
-                        reason = UNREADABLE if first["type"] == "json_invalid" else MALFORMED
-                        raise RewriteRejected(reason, f"{where}: {first['msg']}") from None
-                    problem_id = record.problem.problem_id
-                    if record.record_id in done_ids:
-                        raise RewriteRejected(
-                            DUPLICATE, f"record {record.record_id} came earlier in the input"
+            outcomes = _outcomes(iter_trajectories(inputs), make, sources, workers)
+            try:
+                for outcome in outcomes:
+                    report.read += 1
+                    if progress:
+                        progress(1)
+                    reject = outcome.reject
+                    if reject is None and outcome.record_id in done_ids:
+                        reject = RejectedRow(
+                            reason=DUPLICATE,
+                            detail=f"record {outcome.record_id} came earlier in the input",
+                            source=outcome.label,
                         )
-                    done = rewrite_record(record, rewriter, judge, label, sources(record))
-                    done_ids.add(record.record_id)
-                except RewriteRejected as exc:
-                    report.rejected[exc.reason] = report.rejected.get(exc.reason, 0) + 1
-                    if reject_sink is not None:
-                        reject_sink.write(
-                            RejectedRow(
-                                reason=exc.reason,
-                                detail=exc.detail,
-                                source=label,
-                                problem_id=problem_id,
-                                raw=None if record is not None else line.decode("utf-8", "replace")[:2000],
-                            ).to_json()
-                            + b"\n"
-                        )
-                    continue
-                sink.write(row_json(done.row) + b"\n")
-                report.rewritten += 1
-                level = "unjudged" if done.quality is None else f"{done.quality:.1f}"
-                report.qualities[level] = report.qualities.get(level, 0) + 1
+                    if reject is not None:
+                        report.rejected[reject.reason] = report.rejected.get(reject.reason, 0) + 1
+                        if reject_sink is not None:
+                            reject_sink.write(reject.to_json() + b"\n")
+                        continue
+                    done_ids.add(outcome.record_id or "")
+                    sink.write(outcome.row + b"\n")
+                    report.rewritten += 1
+                    level = "unjudged" if outcome.quality is None else f"{outcome.quality:.1f}"
+                    report.qualities[level] = report.qualities.get(level, 0) + 1
+                    if limit is not None and report.rewritten >= limit:
+                        break
+            finally:
+                outcomes.close()
         partial.replace(out)
     finally:
         partial.unlink(missing_ok=True)

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from shoparena.agents.reference_model import tokens_of
-from shoparena.corpus.rewrite import RewriteAnswer, RewriteRequest, SeenResult, TurnCall
+from shoparena.corpus.rewrite import Engines, RewriteAnswer, RewriteRequest, SeenResult, TurnCall
 from shoparena.judge.trace import STOPWORDS, words
 
 SHOWN_CANDIDATES = 2
@@ -310,3 +310,10 @@ def make_rewriter(spec: str, **options: Any):
     if spec.startswith("openai:") and spec.removeprefix("openai:"):
         return ChatRewriter(spec.removeprefix("openai:"), **options)
     raise ValueError(f"rewriter {spec!r}: use reference or openai:MODEL")
+
+
+def make_engines(rewriter: str, judge: str = "offline", **rewriter_options: Any) -> Engines:
+    """The rewriter and judge `rewrite_file` runs (its `make`: bind the specs with functools.partial)."""
+    from shoparena.judge import make_judge
+
+    return Engines(make_rewriter(rewriter, **rewriter_options), make_judge(judge))

@@ -205,18 +205,17 @@ def build_loop_corpus(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[
 
 def rewrite_firehose(spec: str, layout: LoopLayout, say: Say) -> int:
     """`corpus rewrite` of the firehose into `layout.rewritten`; how many rows it wrote."""
-    from shoparena.corpus.rewrite import rewrite_file
-    from shoparena.corpus.rewriters import make_rewriter
-    from shoparena.judge import make_judge
+    from functools import partial
 
-    rewriter, judge = make_rewriter(spec), make_judge("offline")
-    try:
-        report = rewrite_file(
-            [layout.firehose], layout.rewritten, rewriter, judge, rejects=layout.rewrite_rejects
-        )
-    finally:
-        rewriter.close()
-        judge.close()
+    from shoparena.corpus.rewrite import rewrite_file
+    from shoparena.corpus.rewriters import make_engines
+
+    report = rewrite_file(
+        [layout.firehose],
+        layout.rewritten,
+        partial(make_engines, spec, "offline"),
+        rejects=layout.rewrite_rejects,
+    )
     left = report.rejected.get("not_axis_b", 0)
     others = {k: n for k, n in report.rejected.items() if k != "not_axis_b"}
     say(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 
 import orjson
 import pytest
@@ -22,6 +23,7 @@ from shoparena.corpus.rewrite import (
     REWRITE_EMPTY,
     REWRITE_PROTOCOL,
     REWRITER_FAILED,
+    Engines,
     RewriteAnswer,
     RewriteRejected,
     is_axis_b,
@@ -31,7 +33,7 @@ from shoparena.corpus.rewrite import (
     rewritten,
     verify_unchanged,
 )
-from shoparena.corpus.rewriters import ChatRewriter, ReferenceRewriter
+from shoparena.corpus.rewriters import ChatRewriter, ReferenceRewriter, make_engines
 from shoparena.judge.offline import OfflineJudge
 from shoparena.records.trajectory import TrajectoryRecord
 from tests.judge.loopback import ScriptedServer
@@ -200,7 +202,10 @@ def test_a_file_keeps_going_past_bad_lines_and_writes_rejects(runs, tmp_path):
         b"\n".join([lines[0], b"{not json", agentic[0], b'{"record_id": 3}', *lines[1:3]]) + b"\n"
     )
     report = rewrite_file(
-        [source], tmp_path / "out.jsonl", ReferenceRewriter(), judge, rejects=tmp_path / "rej.jsonl"
+        [source],
+        tmp_path / "out.jsonl",
+        lambda: Engines(ReferenceRewriter(), judge),
+        rejects=tmp_path / "rej.jsonl",
     )
     assert report.read == 6 and report.rewritten == 3
     assert report.rejected == {"unreadable": 1, "malformed_record": 1, "not_axis_b": 1}
@@ -243,3 +248,17 @@ def test_corpus_rewrite_then_build_trains_on_the_rewritten_rows(runs, tmp_path):
     rewritten_rows = [row for row in kept if row["metadata"]["rewrite"]]
     assert rewritten_rows and all(row["metadata"]["axis"] == "A" for row in rewritten_rows)
     assert all(row["metadata"]["rewrite"]["rewriter"] == "reference" for row in rewritten_rows)
+
+
+def test_workers_write_the_same_file_in_the_same_order(runs, tmp_path):
+    inputs = [runs.pipeline, runs.agentic, runs.pipeline]  # the repeat: duplicates, caught across workers
+    one = rewrite_file(
+        inputs, tmp_path / "one.jsonl", partial(make_engines, "reference"), rejects=tmp_path / "r1"
+    )
+    two = rewrite_file(
+        inputs, tmp_path / "two.jsonl", partial(make_engines, "reference"), rejects=tmp_path / "r2", workers=2
+    )
+    assert one == two.model_copy(update={"out": one.out, "rejects": one.rejects})
+    assert one.rejected["duplicate_record"] == one.rewritten > 0
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
+    assert (tmp_path / "r1").read_bytes() == (tmp_path / "r2").read_bytes()
