@@ -27,6 +27,14 @@ EXIT_BELOW_THRESHOLD = 3
 """2 is every command's usage error (`fail`); a file that runs but would not qualify gets its own code."""
 
 
+def note(item, normal: bool) -> str:
+    """The error, an unusual ending, and the judge gate the reasoning failed (what to work on)."""
+    parts = [item.error or ("" if normal else item.end_reason or "")]
+    if item.judge_gate and item.judge_gate != "passed":
+        parts.append(f"judge: failed {item.judge_gate}")
+    return "; ".join(part for part in parts if part)
+
+
 def outcome_table(report) -> Table:
     table = Table(title="per problem", title_justify="left")
     table.add_column("problem", no_wrap=True)
@@ -42,7 +50,7 @@ def outcome_table(report) -> Table:
             "" if item.rule_score is None else f"{item.rule_score:.2f}",
             "" if item.judge_quality is None else f"{item.judge_quality:.1f}",
             "" if item.steps_used is None else str(item.steps_used),
-            (item.error or ("" if normal else item.end_reason or ""))[:160],
+            note(item, normal)[:200],
         )
     return table
 
@@ -249,6 +257,13 @@ def register(miner_app: typer.Typer) -> None:
         else:
             console.print(outcome_table(report))
             say(verdict(report))
+            gates = [item.judge_gate for item in report.outcomes if item.judge_gate]
+            if gates and gates.count("reasoned") * 2 > len(gates):
+                say(
+                    "most episodes failed the judge's first gate (reasoned): the model must emit the tool "
+                    "calls and reason about their results (through miner_sdk.chat); code-made calls cap the "
+                    "coefficient at 0.3 + 0.7·0.1/0.8 ≈ 0.39 — see docs/miners.md"
+                )
             say(
                 f"the run (records, report.html): {report.run_dir}; "
                 f"submit the same bytes with `shoparena miner submit --key miner.json {agent}`"

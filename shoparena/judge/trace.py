@@ -125,8 +125,11 @@ class Observed:
             if in_attributes and len(text) >= MIN_ATTRIBUTE_CHARS:
                 self.attribute_values.add(text.lower())
             self.tokens.update(words(text))
-            for number, *_ in numbers_in(text):
-                self.numbers.add(price_key(number))
+            # the values `numbers_in` reads, without its positions: this runs on every string of every
+            # result (descriptions included), the judge's hottest loop
+            self.numbers.update(
+                price_key(float(written.replace(",", ""))) for written in _NUMBER.findall(text)
+            )
 
     def _products(self, value: Any) -> None:
         if isinstance(value, dict):
@@ -193,6 +196,9 @@ class TraceView:
     """(message index, field, text, written by the model) for every text field of the trace; a
     response of the inference log has the index -seq."""
     inference: VerifiedInference | None = None
+    _collapsed: list[str] | None = field(default=None, repr=False, compare=False)
+    """`fields`' texts with whitespace collapsed, made on the first `occurrences` (a verdict looks up
+    every cited span, each against every field)."""
 
     @property
     def model_text(self) -> str:
@@ -206,8 +212,10 @@ class TraceView:
         wanted = collapse_whitespace(span)
         if not wanted:
             return
-        for index, name, text, by_model in self.fields:
-            if wanted in collapse_whitespace(text):
+        if self._collapsed is None or len(self._collapsed) != len(self.fields):
+            self._collapsed = [collapse_whitespace(text) for _, _, text, _ in self.fields]
+        for (index, name, _text, by_model), collapsed in zip(self.fields, self._collapsed, strict=True):
+            if wanted in collapsed:
                 yield index, name, by_model
 
 

@@ -139,6 +139,7 @@ def test_miner_try_exit_codes_and_json(tmp_path, small_catalog_dir, problems_fil
     )
     assert result.exit_code in (0, EXIT_BELOW_THRESHOLD), result.output
     assert "qualify" in result.output and "final score" in result.output
+    assert "first gate (reasoned)" in result.output  # a code-only file is told why its q is 0.1
     crashing = season_miner("crashing", tmp_path)
     result = runner.invoke(
         app, ["miner", "try", str(crashing), "--out", str(tmp_path / "t"), "--limit", "1", "--json", *common]
