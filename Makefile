@@ -72,6 +72,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/store_bench.py --pg postgresql://postgres@127.0.0.1:5432/postgres
 	$(BIN)/python bench/corpus_bench.py --n 100000 --profile full
 	$(BIN)/python bench/corpus_bench.py --n 1000000 --profile compact
+	$(BIN)/python bench/judge_bench.py --n 2000
+	$(BIN)/python bench/rewrite_bench.py --n 5000 --workers 2
 	$(BIN)/python bench/sandbox_bench.py
 	$(BIN)/python bench/arena_bench.py --redis redis://127.0.0.1:6379/0 --pg postgresql://postgres@127.0.0.1:5432/postgres
 	$(BIN)/python bench/admission_bench.py
