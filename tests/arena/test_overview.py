@@ -7,12 +7,13 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 from shoparena.arena.jobs import JobBoard
 from shoparena.arena.overview import arena_overview
 from shoparena.cli import app
-from tests.arena.conftest import Key
+from tests.arena.conftest import Key, make_arena
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -30,7 +31,22 @@ def record(arena, hotkey: str, name: str, at: datetime, violations=()) -> str:
     )
 
 
-def test_the_queue_is_the_claim_order_and_leases_show_their_expiry(arena, miner, miner2, validator):
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_arena(request, tmp_path, small_catalog_dir, problems_file, miner, miner2, validator):
+    store = None if request.param == "sqlite" else request.getfixturevalue("pg_store_url")
+    opened = make_arena(
+        tmp_path / "arena",
+        small_catalog_dir,
+        problems_file,
+        {"miner": [miner, miner2], "validator": [validator]},
+        **({"store": store} if store else {}),
+    )
+    yield opened
+    opened.close()
+
+
+def test_the_queue_is_the_claim_order_and_leases_show_their_expiry(any_arena, miner, miner2, validator):
+    arena = any_arena
     third = Key()
     arena.metagraph.register(third.hotkey, "miner", 0.0)
     ids = [
