@@ -148,6 +148,26 @@ def _run_sft(config: Any) -> Any:
     return run_sft(config)
 
 
+PRM_HELP = """A process-reward head on the per-axis rule decomposition (SPEC §11): at each decision point
+of a trajectory it predicts how good the best candidate seen so far is (its rule score and its title,
+price, service and SKU/attribute ratios) from the conversation alone, with no reward at hand.
+
+The labels come from the trajectories, their problems' rewards and the catalogue; the head is a linear
+layer on the frozen base model's last hidden state. Writes head/ (head.pt, prm.json), metrics.jsonl,
+report.md (eval MAE against the train mean's, last-step AUC) and config.resolved.json in --out.
+
+Examples:
+  shoparena train prm --model tiny/ --trajectories runs/pipeline --problems bank.jsonl --catalog cat/ --out runs/prm
+  shoparena train prm --config prm.yaml --out runs/prm --epochs 50
+"""
+
+
+def _run_prm(config: Any) -> Any:
+    from shoparena.train.prm import run_prm
+
+    return run_prm(config)
+
+
 def register(app: typer.Typer) -> None:
     from shoparena.cli import train_sampling_cmd
     from shoparena.train.sft import SFTStageConfig
@@ -155,6 +175,9 @@ def register(app: typer.Typer) -> None:
 
     command_from_models(group, "tiny-model", (TinyModelConfig,), tiny_model_command, TINY_HELP)
     stage_command(group, "sft", SFTStageConfig, _run_sft, SFT_HELP)
+    from shoparena.train.prm import PRMStageConfig
+
+    stage_command(group, "prm", PRMStageConfig, _run_prm, PRM_HELP)
     train_sampling_cmd.register(group)
     from shoparena.cli import train_grpo_cmd, train_pipeline_cmd
 
