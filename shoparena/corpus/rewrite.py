@@ -272,6 +272,10 @@ def rewrite_record(
         raise
     except Exception as exc:  # a rewriter is foreign code or a remote model: its failure is this record's
         raise RewriteRejected(REWRITER_FAILED, f"{rewriter.name}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(answer, RewriteAnswer):
+        raise RewriteRejected(
+            REWRITER_FAILED, f"{rewriter.name} answered {type(answer).__name__}, not RewriteAnswer"
+        )
     check_answer(request, answer)
     candidate = rewritten(record, request, answer, rewriter.name)
     differences = verify_unchanged(record, candidate)

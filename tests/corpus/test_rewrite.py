@@ -262,3 +262,18 @@ def test_workers_write_the_same_file_in_the_same_order(runs, tmp_path):
     assert one.rejected["duplicate_record"] == one.rewritten > 0
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
     assert (tmp_path / "r1").read_bytes() == (tmp_path / "r2").read_bytes()
+
+
+def test_a_rewriter_that_answers_the_wrong_type_is_refused(pipeline_records):
+    class Loose:
+        name = "loose"
+
+        def __call__(self, request):
+            return {"texts": ["x"] * len(request.turns)}
+
+        def close(self):
+            pass
+
+    with pytest.raises(RewriteRejected) as caught:
+        rewrite_record(pipeline_records[0], Loose(), judge, "test")
+    assert caught.value.reason == REWRITER_FAILED and "not RewriteAnswer" in caught.value.detail
