@@ -125,6 +125,8 @@ def by_bucket_in_turn(problems: list[Problem]) -> list[Problem]:
 
 
 def read_agent(path: Path) -> bytes:
+    if path.is_dir():
+        raise TryoutError(f"{path} is a directory; give the agent's .py file")
     if not path.is_file():
         raise TryoutError(f"{path}: no such file")
     try:

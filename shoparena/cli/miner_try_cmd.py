@@ -194,7 +194,7 @@ def register(miner_app: typer.Typer) -> None:
         from shoparena.agents.file_agent import parse_models
         from shoparena.arena.errors import ArenaError
         from shoparena.arena.models import EvaluationSettings
-        from shoparena.arena.tryout import TryoutSettings, admission, arena_settings, evaluate
+        from shoparena.arena.tryout import TryoutSettings, admission, arena_settings, evaluate, problem_source
         from shoparena.cli.arena_cmd import print_violations
         from shoparena.cli.common import quiet_libraries
         from shoparena.cli.eval_cmd import live_progress
@@ -233,6 +233,11 @@ def register(miner_app: typer.Typer) -> None:
         try:
             report = admission(agent, settings)
             if report.admitted:
+                if settings.problems is None and settings.catalog is None and not as_json:
+                    say(
+                        f"practice set: {settings.practice_dir or settings.out / 'practice'} (generated on first use)"
+                    )
+                problem_source(settings)  # bad paths are refused, and the practice set made, before the bar
                 with live_progress(not as_json) as progress:
                     report = evaluate(report, settings, progress=progress)
         except ArenaError as exc:

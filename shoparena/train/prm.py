@@ -166,6 +166,12 @@ def run_prm(config: PRMStageConfig) -> StageResult:
     from shoparena.scoring.similarity import make_similarity
 
     started = time.perf_counter()
+    for path, what in ((config.model, "model directory"), (config.catalog, "catalogue directory")):
+        if not Path(path).is_dir():
+            raise ValueError(f"{path}: no such {what}")
+    for path in [*config.trajectories, *config.problems]:
+        if not Path(path).exists():
+            raise ValueError(f"{path}: no such file or run directory")
     torch.manual_seed(config.seed)
     config.out.mkdir(parents=True, exist_ok=True)
     resolved = config.write_resolved()
