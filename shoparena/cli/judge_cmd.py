@@ -31,8 +31,22 @@ def register(app: typer.Typer) -> None:
         input: Annotated[Path, typer.Option("--input", "-i", help="Trajectories JSONL (eval output).")],
         out: Annotated[Path, typer.Option("--out", "-o", help="Where the judged records are written.")],
         judge: Annotated[
-            str, typer.Option("--judge", help="offline, or openai:MODEL for an OpenAI-compatible endpoint.")
+            str,
+            typer.Option(
+                "--judge",
+                help="offline, openai:MODEL for an OpenAI-compatible endpoint, or panel:SPEC,SPEC,… (several "
+                "annotators; the lower median quality decides).",
+            ),
         ] = "offline",
+        quorum: Annotated[
+            int | None,
+            typer.Option(
+                "--quorum",
+                min=1,
+                help="A panel's annotators that must answer \\[default: a majority].",
+                show_default=False,
+            ),
+        ] = None,
         base_url: Annotated[
             str | None,
             typer.Option(help="Endpoint base URL (default $OPENAI_BASE_URL or api.openai.com/v1)."),
@@ -58,6 +72,7 @@ def register(app: typer.Typer) -> None:
 
           shoparena judge -i runs/agentic/trajectories.jsonl -o judged.jsonl
           shoparena judge -i t.jsonl -o judged.jsonl --judge openai:gpt-4.1 --fallback gpt-4.1-mini
+          shoparena judge -i t.jsonl -o judged.jsonl --judge panel:offline,openai:gpt-4.1,openai:qwen3-32b
         """
         if not input.is_file():
             raise fail(f"{input}: no such trajectories file")
@@ -70,8 +85,23 @@ def register(app: typer.Typer) -> None:
                 "timeout_s": timeout_s,
                 "max_retries": max_retries,
             }
+        elif judge.startswith("panel:"):
+            if fallback:
+                raise fail(
+                    "--fallback applies to --judge openai:MODEL only (a panel's members are its fallbacks)"
+                )
+            options = {
+                "base_url": base_url,
+                "api_key": api_key,
+                "timeout_s": timeout_s,
+                "max_retries": max_retries,
+            }
+            if quorum is not None:
+                options["quorum"] = quorum
         elif base_url or api_key or fallback:
             raise fail("--base-url, --api-key and --fallback apply to --judge openai:MODEL only")
+        if quorum is not None and not judge.startswith("panel:"):
+            raise fail("--quorum applies to --judge panel:… only")
         try:
             grader = make_judge(judge, **options)
         except (JudgeSpecError, ValueError) as exc:

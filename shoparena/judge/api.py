@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.judge.llm import JudgeCircuitOpen, JudgeError, LLMJudge
 from shoparena.judge.offline import OfflineJudge
+from shoparena.judge.panel import PanelJudge
 from shoparena.problems.models import Problem
 from shoparena.records.trajectory import TrajectoryRecord, invalid_record_reason
 from shoparena.records.verdict import JudgeVerdict
@@ -35,12 +36,25 @@ class Judge(Protocol):
 
 
 def make_judge(spec: str, **options: Any) -> Judge:
-    """`offline` → OfflineJudge(**options); `openai:MODEL` → LLMJudge([MODEL, *fallback], **options).
+    """`offline` → OfflineJudge(**options); `openai:MODEL` → LLMJudge([MODEL, *fallback], **options);
+    `panel:SPEC,SPEC,…` → PanelJudge of those (the LLM options go to each `openai:` member; `quorum`
+    to the panel).
 
     LLM options: base_url, api_key, fallback (list or comma-separated), timeout_s, max_retries,
     backoff_s, max_tokens, temperature, json_mode, breaker_threshold.
     """
     kind, _, target = spec.strip().partition(":")
+    if kind == "panel" and target.strip():
+        quorum = options.pop("quorum", None)
+        members = [member.strip() for member in target.split(",") if member.strip()]
+        llm_options = {k: v for k, v in options.items() if k != "fallback"}
+        judges = [
+            make_judge(member, **(llm_options if member.startswith("openai:") else {})) for member in members
+        ]
+        try:
+            return PanelJudge(judges, quorum=int(quorum) if quorum is not None else None)
+        except ValueError as exc:
+            raise JudgeSpecError(f"judge spec {spec!r}: {exc}") from None
     if kind == "offline" and not target:
         return OfflineJudge(**options)
     if kind == "openai" and target.strip():
@@ -48,7 +62,10 @@ def make_judge(spec: str, **options: Any) -> Judge:
         if isinstance(fallback, str):
             fallback = [m for m in fallback.split(",") if m.strip()]
         return LLMJudge([target.strip(), *fallback], **options)
-    raise JudgeSpecError(f"judge spec {spec!r}: use 'offline' or 'openai:MODEL' (e.g. openai:gpt-4o-mini)")
+    raise JudgeSpecError(
+        f"judge spec {spec!r}: use 'offline', 'openai:MODEL' (e.g. openai:gpt-4o-mini) or "
+        "'panel:SPEC,SPEC,…' (e.g. panel:offline,openai:gpt-4o-mini,openai:gpt-4.1)"
+    )
 
 
 _DEFAULT_JUDGE = OfflineJudge()
