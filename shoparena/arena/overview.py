@@ -52,6 +52,16 @@ class RecentFailure(BaseModel):
     detail: str
 
 
+class LatestRace(BaseModel):
+    race_id: str
+    state: str
+    opened_at: datetime
+    closed_at: datetime | None
+    incumbent_before: str | None
+    winner: str | None
+    cancel_reason: str | None
+
+
 class ArenaOverview(BaseModel):
     at: datetime
     competition: bool
@@ -65,6 +75,8 @@ class ArenaOverview(BaseModel):
     """How many submissions wait in all (`queue` shows the first few)."""
     leases: list[LiveLease]
     failures: list[RecentFailure]
+    latest_race: LatestRace | None = None
+    """The newest race (None: none yet, or no competition); `arena race status` has every detail."""
 
 
 def _aware(moment: datetime) -> datetime:
@@ -77,6 +89,22 @@ def arena_overview(
     board = board or JobBoard(arena)
     now = board.now()
     competition = board.competition_on()
+    newest_race = None
+    if competition:
+        from shoparena.arena.competition.view import CompetitionView
+
+        races = CompetitionView(arena).races(1)
+        if races:
+            race = races[0]
+            newest_race = LatestRace(
+                race_id=race.race_id,
+                state=race.state,
+                opened_at=_aware(race.opened_at),
+                closed_at=_aware(race.closed_at) if race.closed_at else None,
+                incumbent_before=race.incumbent_before,
+                winner=race.winner,
+                cancel_reason=race.cancel_reason,
+            )
     with arena.store.engine.connect() as connection:
         latest = latest_events()
         counts = dict(
@@ -150,4 +178,5 @@ def arena_overview(
             )
             for row in failed
         ],
+        latest_race=newest_race,
     )

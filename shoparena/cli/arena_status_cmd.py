@@ -26,6 +26,16 @@ def show(overview) -> None:
         f"{overview.validators} validator(s)"
     )
     say("submissions: " + " · ".join(f"{status} {n}" for status, n in overview.statuses.items()))
+    race = overview.latest_race
+    if race is not None:
+        line = f"latest race: {race.race_id} {race.state}, opened {race.opened_at:%Y-%m-%d %H:%M} UTC"
+        if race.winner:
+            line += f", crown: {short(race.winner)}"
+        if race.cancel_reason:
+            line += f" ({race.cancel_reason})"
+        say(line + " — `arena race status` has the details")
+    elif overview.competition:
+        say("latest race: none yet")
     if overview.queue:
         table = Table(title=f"queue: {overview.queue_shown_of} waiting, in claim order", title_justify="left")
         for column in ("#", "submission", "miner", "name", "submitted (UTC)"):
