@@ -178,6 +178,65 @@ def register(app: typer.Typer) -> None:
     from shoparena.train.prm import PRMStageConfig
 
     stage_command(group, "prm", PRMStageConfig, _run_prm, PRM_HELP)
+
+    @group.command("prm-score")
+    def prm_score_cmd(
+        head: Annotated[
+            Path, typer.Option("--head", help="The head directory `train prm` wrote (OUT/head).")
+        ],
+        inputs: Annotated[
+            list[Path],
+            typer.Option(
+                "--input", "-i", metavar="<path>", help="A run directory or trajectories JSONL (repeatable)."
+            ),
+        ],
+        out: Annotated[
+            Path, typer.Option("--out", "-o", help="Step predictions, one record a line (JSONL).")
+        ],
+        near_misses: Annotated[
+            int,
+            typer.Option(
+                "--near-misses", min=0, help="List this many failed episodes the head rated highest."
+            ),
+        ] = 5,
+    ) -> None:
+        """Score trajectories step by step with a trained process-reward head (no reward needed).
+
+        Each output line is a record's id, problem, outcome and, per decision point, the predicted rule
+        score and per-axis ratios of the best candidate seen so far. Near misses — failed episodes whose
+        last prediction is high: the agent had seen a good candidate and did not recommend it — are
+        listed at the end.
+
+        Examples:
+          shoparena train prm-score --head runs/prm/head -i firehose.jsonl -o steps.jsonl
+        """
+        from shoparena.cli.common import progress_bar
+        from shoparena.train.prm import HEAD_CONFIG, score_file
+
+        if not (head / HEAD_CONFIG).is_file():
+            raise fail(
+                f"{head}: not a head directory (no {HEAD_CONFIG}); `shoparena train prm` writes OUT/head"
+            )
+        for path in inputs:
+            if not path.exists():
+                raise fail(f"{path}: no such file or run directory")
+        try:
+            with progress_bar("prm-score", None) as advance:
+                scored = score_file(head, inputs, out, progress=advance)
+        except (OSError, ValueError) as exc:
+            raise fail(str(exc)) from None
+        say(
+            f"scored {len(scored)} trajectories ({sum(len(s.steps) for s in scored)} decision points) → {out}"
+        )
+        misses = sorted(
+            (s for s in scored if s.success is False and s.last_rule is not None),
+            key=lambda s: -(s.last_rule or 0),
+        )
+        for item in misses[:near_misses]:
+            say(
+                f"  near miss: {item.record_id} ({item.problem_id}) predicted rule {item.last_rule:.2f}, failed"
+            )
+
     train_sampling_cmd.register(group)
     from shoparena.cli import train_grpo_cmd, train_pipeline_cmd
 

@@ -371,3 +371,44 @@ class ProcessRewardModel:
                     )
                 )
         return out
+
+
+class ScoredTrajectory(BaseModel):
+    """One line of `score_file`'s output: the head's predictions at every decision point of a record."""
+
+    record_id: str
+    problem_id: str
+    success: bool | None
+    steps: list[StepPrediction]
+
+    @property
+    def last_rule(self) -> float | None:
+        return self.steps[-1].values["rule"] if self.steps else None
+
+
+def score_file(
+    head_dir: Path, inputs: list[Path], out: Path, device: str = "auto", progress=None
+) -> list[ScoredTrajectory]:
+    """Step-by-step predictions for every record of `inputs` into `out` (JSONL, one record a line),
+    no reward needed: e.g. to find the near misses of a firehose (a good candidate seen, not chosen)."""
+    model = ProcessRewardModel(head_dir, device)
+    scored: list[ScoredTrajectory] = []
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        with partial.open("wb") as sink:
+            for record in _read_records(inputs):
+                line = ScoredTrajectory(
+                    record_id=record.record_id,
+                    problem_id=record.problem.problem_id,
+                    success=record.score.success,
+                    steps=model.predict(record.messages, record.tools or None),
+                )
+                sink.write(line.model_dump_json().encode() + b"\n")
+                scored.append(line)
+                if progress:
+                    progress(1)
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
+    return scored

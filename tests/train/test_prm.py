@@ -130,6 +130,16 @@ def test_the_head_learns_more_than_the_mean_and_reloads(
     again = ProcessRewardModel(result.checkpoint).predict(record.messages, record.tools)
     assert again == predictions
 
+    out = tmp_path / "steps.jsonl"
+    scored = CliRunner().invoke(
+        app, ["train", "prm-score", "--head", str(result.checkpoint), "-i", str(runs[0]), "-o", str(out)]
+    )
+    assert scored.exit_code == 0, scored.output
+    lines = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert [line["record_id"] for line in lines] == [r.record_id for r in records_of(runs[0])]
+    first = next(line for line in lines if line["record_id"] == record.record_id)
+    assert [step["values"] for step in first["steps"]] == [p.values for p in predictions]
+
 
 def test_bad_inputs_are_refused_by_name(
     prm_world,
