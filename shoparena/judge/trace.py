@@ -107,6 +107,25 @@ class Observed:
         self._walk(result, parent_key=None, in_attributes=False)
         self._products(result)
 
+    @classmethod
+    def of(cls, result: Any) -> Observed:
+        seen = cls()
+        seen.add_result(result)
+        return seen
+
+    def merge(self, other: Observed) -> None:
+        """Add what `other` saw, as if its results had been added here after this one's: a product's
+        price is the latest one shown (a listing without a price keeps the earlier price)."""
+        self.ids |= other.ids
+        for cents, owners in other.prices.items():
+            self.prices.setdefault(cents, set()).update(owners)
+        self.numbers |= other.numbers
+        self.attribute_values |= other.attribute_values
+        self.tokens |= other.tokens
+        for pid, price in other.products.items():
+            if price is not None or pid not in self.products:
+                self.products[pid] = price
+
     def _walk(self, value: Any, parent_key: str | None, in_attributes: bool) -> None:
         if isinstance(value, dict):
             for key, item in value.items():
@@ -235,6 +254,7 @@ def _call_ids(message: dict[str, Any]) -> list[str]:
 def read_trace(record: TrajectoryRecord, query: str | None = None) -> TraceView:
     """Walk the trace once, pairing it with the verified log by call id."""
     calls_by_id = {call.call_id: call for call in record.calls}
+    parts: dict[int, Observed] = {}  # each call's result walked once: the trace and the inference log read it
     query = query if query is not None else record.problem.query
     observed = Observed()
     own = set(words(query))
@@ -285,7 +305,10 @@ def read_trace(record: TrajectoryRecord, query: str | None = None) -> TraceView:
                 fields.append((index, "content", content, False))
             call = calls_by_id.get(message.get("tool_call_id"))
             if call is not None and call.error is None and call.result is not None:
-                observed.add_result(call.result)
+                if record.inference is None:
+                    observed.add_result(call.result)  # read once: no inference log reads it again
+                else:
+                    observed.merge(_seen_in(call, parts))
         else:
             content = message.get("content")
             if isinstance(content, str):
@@ -296,7 +319,7 @@ def read_trace(record: TrajectoryRecord, query: str | None = None) -> TraceView:
     inference = None
     if record.inference is not None:
         inference = VerifiedInference.of(record.inference)
-        turns.extend(_inference_turns(record.inference, record.calls, query, fields))
+        turns.extend(_inference_turns(record.inference, record.calls, query, fields, parts))
     llm_calls = sum(1 for call in record.calls if call.origin == "llm")
     return TraceView(
         query=query,
@@ -322,8 +345,21 @@ def response_text(entry: InferenceEntry) -> str:
     return "\n".join(part.strip() for part in parts if part.strip())
 
 
+def _seen_in(call: CallRecord, parts: dict[int, Observed]) -> Observed:
+    """The data of one call's result (walked once per verdict, by the call's position in the log)."""
+    key = id(call)
+    part = parts.get(key)
+    if part is None:
+        part = parts[key] = Observed.of(call.result)
+    return part
+
+
 def _inference_turns(
-    log: InferenceLog, calls: list[CallRecord], query: str, fields: list[tuple[int, str, str, bool]]
+    log: InferenceLog,
+    calls: list[CallRecord],
+    query: str,
+    fields: list[tuple[int, str, str, bool]],
+    parts: dict[int, Observed],
 ) -> list[ModelTurn]:
     """One model turn per served response, seeing the results of the calls logged before its request."""
     seen = Observed()
@@ -336,7 +372,7 @@ def _inference_turns(
             continue
         for call in calls[taken : max(taken, entry.calls_before)]:
             if call.error is None and call.result is not None:
-                seen.add_result(call.result)
+                seen.merge(_seen_in(call, parts))
             if call.arguments:
                 written = " ".join(str(v) for v in call.arguments.values())
                 own.update(words(written))
