@@ -109,7 +109,8 @@ def register(miner_app: typer.Typer) -> None:
         out: Annotated[
             Path,
             typer.Option(
-                "--out", help="Runs go to OUT/<the code's sha256, 12 digits>/; the practice set too."
+                "--out",
+                help="Runs go to OUT/<the code's sha256, 12 digits>/, the practice set to OUT/practice.",
             ),
         ] = Path("miner-try"),
         arena_dir: Annotated[
