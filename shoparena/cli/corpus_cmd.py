@@ -50,6 +50,9 @@ def register(app: typer.Typer) -> None:
         min_quality: Annotated[
             float, typer.Option(help="Judge quality threshold in [0, 1]; unjudged rows fail.")
         ] = DEFAULT_MIN_QUALITY,
+        require_success: Annotated[
+            bool, typer.Option("--successful", help="Drop rows of failed episodes (outcome_failed).")
+        ] = False,
         max_length: Annotated[int, typer.Option(help="Most tokens a row may have.")] = DEFAULT_MAX_LENGTH,
         tokenizer: Annotated[
             str | None,
@@ -79,6 +82,7 @@ def register(app: typer.Typer) -> None:
                 out=out,
                 catalog=catalog,
                 min_quality=min_quality,
+                require_success=require_success,
                 max_length=max_length,
                 tokenizer=tokenizer,
                 per_problem=per_problem,

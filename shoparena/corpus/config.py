@@ -21,6 +21,9 @@ class CorpusConfig(BaseModel):
     catalog: Path | None = None
     min_quality: float = Field(default=gate_mod.DEFAULT_MIN_QUALITY, ge=0.0, le=1.0)
     """Judge qualities are scores in [0, 1]: a threshold above 1 would reject every row, silently."""
+    require_success: bool = False
+    """Drop rows whose episode is recorded as failed (`outcome_failed`); off by default, as SPEC §8 gates
+    on reasoning and format only."""
     max_length: int = Field(default=gate_mod.DEFAULT_MAX_LENGTH, ge=1)
     tokenizer: str | None = None
     per_problem: int = Field(default=2, ge=1)

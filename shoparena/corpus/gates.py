@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from shoparena.corpus.models import (
     JUDGE_BELOW_THRESHOLD,
+    OUTCOME_FAILED,
     RECOMMEND_COUNT,
     RECOMMEND_UNRESOLVED,
     THINK_THEN_STOP,
@@ -37,6 +38,14 @@ def quality_gate(row: CorpusRow, min_quality: float) -> GateFailure | None:
         )
     if quality < min_quality:
         return GateFailure(reason=JUDGE_BELOW_THRESHOLD, detail=f"judge quality {quality} < {min_quality}")
+    return None
+
+
+def outcome_gate(row: CorpusRow, require_success: bool) -> GateFailure | None:
+    """With `require_success`, a row whose episode is recorded as failed (strict scoring) is dropped: its
+    reasoning may be fine, but SFT on it teaches a wrong answer. A row without a recorded outcome passes."""
+    if require_success and row.metadata.score_success is False:
+        return GateFailure(reason=OUTCOME_FAILED, detail="the episode failed (score.success is false)")
     return None
 
 

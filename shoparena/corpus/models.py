@@ -22,6 +22,7 @@ UNREADABLE = "unreadable"
 UNKNOWN_SHAPE = "unknown_shape"
 MALFORMED = "malformed_record"
 JUDGE_BELOW_THRESHOLD = "judge_below_threshold"
+OUTCOME_FAILED = "outcome_failed"
 UNPAIRED_TOOL_CALL = "unpaired_tool_call"
 RECOMMEND_COUNT = "recommend_count"
 RECOMMEND_UNRESOLVED = "recommend_unresolved"
@@ -33,6 +34,7 @@ NEVER_TOUCH = "never_touch"
 NORMALISE_REASONS = (UNREADABLE, UNKNOWN_SHAPE, MALFORMED)
 GATE_REASONS = (
     JUDGE_BELOW_THRESHOLD,
+    OUTCOME_FAILED,
     UNPAIRED_TOOL_CALL,
     RECOMMEND_COUNT,
     RECOMMEND_UNRESOLVED,

@@ -14,6 +14,7 @@ REASON_TEXT = {
     "unknown_shape": "the record is none of the supported source shapes",
     "malformed_record": "a supported shape with a broken part",
     "judge_below_threshold": "judge quality below --min-quality (unjudged rows count as below)",
+    "outcome_failed": "the episode failed (with --successful)",
     "unpaired_tool_call": "a tool call without its tool response (or a response without its call)",
     "recommend_count": "not exactly one recommend_product",
     "recommend_unresolved": "recommend_product arguments unparseable or ids not in the catalogue",

@@ -145,6 +145,7 @@ class RowWork:
         meta.axis, meta.axis_method = classify_axis(row, calls)
         failure = (
             gate_mod.quality_gate(row, self.config.min_quality)
+            or gate_mod.outcome_gate(row, self.config.require_success)
             or gate_mod.pairing_gate(row.messages)
             or gate_mod.recommend_gates(calls, self.catalog)
             or gate_mod.ending_gate(row.messages, calls)

@@ -54,6 +54,8 @@ class CorpusPart(BaseModel):
     eval_size: int | None = Field(4, ge=1)
     """Problems held out for evaluation [None: the corpus' own default share]."""
     min_quality: float = corpus_gates.DEFAULT_MIN_QUALITY
+    require_success: bool = False
+    """Drop rows of failed episodes too (`corpus build --successful`)."""
     per_problem: int = Field(2, ge=1)
     max_length: int = corpus_gates.DEFAULT_MAX_LENGTH
     rewrite: str | None = "reference"

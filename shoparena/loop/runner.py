@@ -180,6 +180,7 @@ def build_loop_corpus(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[
                 never_touch=[layout.firehose_dir / FINAL_RACE_POOL],
                 eval_size=part.eval_size,
                 min_quality=part.min_quality,
+                require_success=part.require_success,
                 per_problem=part.per_problem,
                 max_length=part.max_length,
                 seed=config.season.seed,

@@ -314,3 +314,35 @@ def test_lazily_read_records_are_judged_like_parsed_ones(runs, tmp_path, monkeyp
         got = rejects[f"mixed.jsonl:{line}"]
         assert (got["reason"], got["detail"]) == (expected.value.reason, expected.value.detail)
         assert got["raw"] == record
+
+
+def test_require_success_drops_failed_episodes_and_nothing_else(runs, tmp_path):
+    """A failed episode's row (its record says so) leaves as `outcome_failed` only when asked."""
+    records = runs.records(runs.agentic)
+    failed_ids = {r["record_id"] for r in records[::3]}
+    flipped = [
+        {**r, "score": {**r["score"], "success": False}} if r["record_id"] in failed_ids else r
+        for r in records
+    ]
+    source = write_jsonl(tmp_path / "in.jsonl", flipped)
+    failed_ids = {r["record_id"] for r in flipped if r["score"]["success"] is False}  # the run's own too
+
+    def build(out, **options):
+        return build_corpus(
+            CorpusConfig(
+                inputs=[source], out=tmp_path / out, min_quality=0.1, parquet=False, report=False, **options
+            )
+        )
+
+    plain = build("plain")
+    strict = build("strict", require_success=True)
+    _conserved(strict)
+    assert "outcome_failed" not in plain.reasons
+    assert strict.reasons["outcome_failed"] == len(failed_ids) > 0
+    kept = [row for name in ("train.jsonl", "eval.jsonl") for row in read_jsonl(tmp_path / "strict" / name)]
+    assert kept and not {row["metadata"]["record_id"] for row in kept} & failed_ids
+    rejects = [
+        RejectedRow.model_validate_json(line)
+        for line in (tmp_path / "strict" / "rejects.jsonl").read_bytes().splitlines()
+    ]
+    assert {r.row["metadata"]["record_id"] for r in rejects if r.reason == "outcome_failed"} == failed_ids
