@@ -82,7 +82,11 @@ def register(corpus: typer.Typer) -> None:
         ] = "offline",
         arena_dir: Annotated[
             Path | None,
-            typer.Option(help="An arena directory: give the rewriter each miner's code.", show_default=False),
+            typer.Option(
+                help="An arena directory: give the rewriter each miner's code (it goes to the rewriter's "
+                "endpoint, embargoed code too: use a model you host).",
+                show_default=False,
+            ),
         ] = None,
         rejects: Annotated[
             Path | None,
