@@ -115,6 +115,12 @@ class GRPOStageConfig(StageConfig):
     learning_rate: float = Field(1e-6, gt=0, description="Learning rate of the LoRA adapter.")
     beta: float = Field(0.1, ge=0, description="KL weight to the reference policy (the base model).")
     tool_weight: float = Field(0.0, ge=0, description="reward = outcome + tool_weight × tool-match.")
+    prm_head: Path | None = Field(
+        None,
+        description="A process-reward head (`train prm`, OUT/head): adds prm_weight × its mean predicted "
+        "rule over a rollout's decision points.",
+    )
+    prm_weight: float = Field(0.0, ge=0, description="Weight of the process-reward term (needs --prm-head).")
     max_rollout_steps: int = Field(15, ge=1, description="Harness steps (model turns) a rollout may take.")
     max_new_tokens: int = Field(512, ge=1, description="Tokens one model turn may generate.")
     rollout_batch_size: int = Field(
@@ -162,6 +168,8 @@ class GRPOStageConfig(StageConfig):
             raise ValueError(
                 f"variant {self.variant} has tool_weight {self.tool_weight}: give --teacher-trajectories"
             )
+        if self.prm_weight > 0 and self.prm_head is None:
+            raise ValueError(f"prm_weight {self.prm_weight}: give --prm-head (a `train prm` head directory)")
         return self
 
 
@@ -237,8 +245,19 @@ def _reward_tool_match(prompts, completions, tool_match, **_: Any) -> list[float
     return [float(v) for v in tool_match]
 
 
+def _reward_prm(prompts, completions, prm, **_: Any) -> list[float]:
+    return [float(v) for v in prm]
+
+
 _reward_outcome.__name__ = "outcome"
 _reward_tool_match.__name__ = "tool_match"
+_reward_prm.__name__ = "prm"
+
+
+def process_reward(model: Any, messages: list[dict], tools: list[dict] | None) -> float:
+    """The head's mean predicted rule over an episode's decision points (0 when it made no call)."""
+    steps = model.predict(messages, tools)
+    return sum(step.values["rule"] for step in steps) / len(steps) if steps else 0.0
 
 
 def load_training_problems(config: GRPOStageConfig, say: Callable[[str], None]) -> tuple[list, dict | None]:
@@ -309,6 +328,11 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     # a previous stage's adapter directory loads as its base chain merged: GRPO starts from that policy,
     # measures its KL to it, and the new adapter records that directory as its base (save_adapter)
     model = load_causal_lm(config.model, dtype=config.dtype, attn_implementation=config.attn_implementation)
+    prm_model = None
+    if config.prm_weight > 0:
+        from shoparena.train.prm import ProcessRewardModel
+
+        prm_model = ProcessRewardModel(config.prm_head)  # its own frozen base: the policy moves, it does not
     use_bf16 = next(model.parameters()).dtype == torch.bfloat16
     limit = getattr(model.config, "max_position_embeddings", None)
 
@@ -366,17 +390,23 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
                 if teacher:
                     stats.tool_match_sum += matches[-1]
                     stats.tool_match_n += 1
+        process = (
+            [process_reward(prm_model, episode.messages, episode.tools) for episode in episodes]
+            if prm_model is not None
+            else [0.0] * len(rollouts)
+        )
         lines = []
-        for r, s, match in zip(rollouts, scores, matches, strict=True):
+        for r, s, match, prm in zip(rollouts, scores, matches, process, strict=True):
             invented = hallucinated_ids(r.calls)
             lines.append(
                 {
                     "step": trainer.state.global_step + 1,
                     "problem_id": r.problem_id,
-                    "reward": s.rule + config.tool_weight * match,
+                    "reward": s.rule + config.tool_weight * match + config.prm_weight * prm,
                     "outcome": s.rule,
                     "success": s.success,
                     "tool_match": match,
+                    **({"prm": prm} if prm_model is not None else {}),
                     "steps": r.steps,
                     "end_reason": r.end_reason,
                     "recommended": r.recommended_product_ids,
@@ -406,6 +436,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
             "env_mask": [r.model_mask for r in rollouts],
             "outcome": outcome,
             "tool_match": matches,
+            **({"prm": process} if prm_model is not None else {}),
         }
 
     class MaskCheckedGRPOTrainer(GRPOTrainer):
@@ -439,6 +470,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
                     "reward_std": logs.get("reward_std"),
                     "outcome_mean": logs.get("rewards/outcome/mean"),
                     "tool_match_reward_mean": logs.get("rewards/tool_match/mean"),
+                    **({"prm_reward_mean": logs.get("rewards/prm/mean")} if prm_model is not None else {}),
                     "learning_rate": logs.get("learning_rate"),
                     "grad_norm": logs.get("grad_norm"),
                     **window.line(),
@@ -470,7 +502,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         max_completion_length=config.max_completion_tokens,
         temperature=config.temperature,
         top_p=config.top_p,
-        reward_weights=[1.0, config.tool_weight],
+        reward_weights=[1.0, config.tool_weight, *([config.prm_weight] if prm_model is not None else [])],
         num_train_epochs=config.num_train_epochs,
         max_steps=config.max_steps or -1,
         disable_tqdm=True,
@@ -495,7 +527,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     )
     trainer = MaskCheckedGRPOTrainer(
         model=model,
-        reward_funcs=[_reward_outcome, _reward_tool_match],
+        reward_funcs=[_reward_outcome, _reward_tool_match, *([_reward_prm] if prm_model is not None else [])],
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -569,7 +601,8 @@ def _report(
         "B × K": f"{config.batch_problems} × {config.num_generations}",
         "learning rate": config.learning_rate,
         "β (KL)": config.beta,
-        "reward": f"outcome + {config.tool_weight:g} × tool-match",
+        "reward": f"outcome + {config.tool_weight:g} × tool-match"
+        + (f" + {config.prm_weight:g} × process reward ({config.prm_head})" if config.prm_weight > 0 else ""),
         "steps a rollout": config.max_rollout_steps,
         "loss": f"dr_grpo (reward − group mean, no std; per-token ÷ {config.max_completion_tokens})",
         "optimizer steps": steps,

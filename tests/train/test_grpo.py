@@ -324,3 +324,29 @@ def test_starting_from_a_previous_stages_adapter_chains_it(tiny, sampling, tmp_p
     saved = json.loads((result.checkpoint / "adapter_config.json").read_text())
     assert saved["base_model_name_or_path"] == str(adapter.resolve())
     assert load_causal_lm(result.checkpoint).config.num_hidden_layers >= 1
+
+
+def test_a_process_reward_head_adds_its_term_to_each_rollouts_reward(tiny, sampling, all_problems, tmp_path):
+    from shoparena.train.prm import PRMStageConfig, run_prm
+
+    head = run_prm(
+        PRMStageConfig(
+            model=tiny,
+            trajectories=[sampling.run],
+            problems=[all_problems],
+            catalog=sampling.catalog,
+            out=tmp_path / "prm",
+            epochs=5,
+            progress=False,
+        )
+    ).checkpoint
+    with pytest.raises(ValueError, match="prm-head"):
+        smoke("v17", tiny, sampling, all_problems, tmp_path / "x", prm_weight=0.5)
+    config = smoke("v17", tiny, sampling, all_problems, tmp_path / "g", prm_head=str(head), prm_weight=0.5)
+    result = run_grpo(config, say=lambda _: None)
+    lines = read_jsonl(result.out / "rollouts.jsonl")
+    assert lines and all(0.0 <= line["prm"] <= 1.0 for line in lines)
+    assert all(abs(line["reward"] - (line["outcome"] + 0.5 * line["prm"])) < 1e-9 for line in lines)
+    [metrics] = read_jsonl(result.metrics)
+    assert "prm_reward_mean" in metrics
+    assert "0.5 × process reward" in result.report.read_text()
