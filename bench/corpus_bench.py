@@ -133,6 +133,14 @@ def synthesise(path: Path, bases: list[dict], n: int, seed: int = 0) -> int:
     return size
 
 
+def synthetic_trajectories(root: Path, n: int, say) -> tuple[Path, int]:
+    """`n` varied records of the template episodes in `root/trajectories.jsonl`: (path, bytes). What the
+    judge and rewrite benchmarks read."""
+    say("playing the template episodes (reference agents, offline judge) ...")
+    source = root / "trajectories.jsonl"
+    return source, synthesise(source, templates(root), n)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import percentiles
-from bench.corpus_bench import synthesise, templates
+from bench.corpus_bench import synthetic_trajectories
 from shoparena.corpus.rewrite import is_axis_b, rewrite_request, rewritten
 from shoparena.corpus.rewriters import ReferenceRewriter
 from shoparena.judge.offline import OfflineJudge
@@ -36,10 +36,7 @@ def main() -> None:
     console = Console()
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        console.print("playing the template episodes (reference agents, offline judge) ...")
-        bases = templates(root)
-        source = root / "trajectories.jsonl"
-        synthesise(source, bases, args.n)
+        source, _size = synthetic_trajectories(root, args.n, console.print)
         records = [TrajectoryRecord.model_validate_json(line) for line in source.open("rb")]
     rewriter = ReferenceRewriter()
     loads = {

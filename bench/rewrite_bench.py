@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from bench.corpus_bench import synthesise, templates
+from bench.corpus_bench import synthetic_trajectories
 from shoparena.corpus.rewrite import Engines, rewrite_file
 from shoparena.corpus.rewriters import ReferenceRewriter, make_engines
 from shoparena.judge.offline import OfflineJudge
@@ -56,10 +56,7 @@ def main() -> None:
     console = Console()
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        console.print("playing the template episodes (reference agents, offline judge) ...")
-        bases = templates(root)
-        source = root / "trajectories.jsonl"
-        size = synthesise(source, bases, args.n)
+        source, size = synthetic_trajectories(root, args.n, console.print)
         rewriter, judge = Timed(ReferenceRewriter()), Timed(OfflineJudge())
         started = time.perf_counter()
         report = rewrite_file(

@@ -12,6 +12,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine
 
@@ -39,3 +40,9 @@ def writing(engine: Engine) -> Iterator[Connection]:
         return
     with _lock(engine), write_transaction(engine) as connection:
         yield connection
+
+
+def as_utc(value: datetime) -> datetime:
+    """A timestamp read back from the state database as an aware UTC datetime: SQLite returns the naive
+    UTC value it stored, PostgreSQL an aware one."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -10,12 +10,13 @@ sweep; here it is shown as overdue).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import BaseModel
 from sqlalchemy import func, select
 
 from shoparena.arena.arena import Arena
+from shoparena.arena.db import as_utc
 from shoparena.arena.jobs import EVENTS, JOBS, LEASE_ENDS, LEASE_EVENTS, LEASES, SUBMISSIONS, JobBoard
 from shoparena.arena.ledger import latest_events
 from shoparena.arena.models import SubmissionStatus
@@ -79,10 +80,6 @@ class ArenaOverview(BaseModel):
     """The newest race (None: none yet, or no competition); `arena race status` has every detail."""
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def arena_overview(
     arena: Arena, board: JobBoard | None = None, *, queue_limit: int = 10, failures_limit: int = 5
 ) -> ArenaOverview:
@@ -99,8 +96,8 @@ def arena_overview(
             newest_race = LatestRace(
                 race_id=race.race_id,
                 state=race.state,
-                opened_at=_aware(race.opened_at),
-                closed_at=_aware(race.closed_at) if race.closed_at else None,
+                opened_at=as_utc(race.opened_at),
+                closed_at=as_utc(race.closed_at) if race.closed_at else None,
                 incumbent_before=race.incumbent_before,
                 winner=race.winner,
                 cancel_reason=race.cancel_reason,
@@ -151,7 +148,7 @@ def arena_overview(
                 submission_id=row.submission_id,
                 miner_hotkey=row.miner_hotkey,
                 name=row.name,
-                submitted_at=_aware(row.created_at),
+                submitted_at=as_utc(row.created_at),
             )
             for i, row in enumerate(waiting[:queue_limit], start=1)
         ],
@@ -163,8 +160,8 @@ def arena_overview(
                 job_kind=kinds.get(lease.job_id) or "bank",
                 submission_id=lease.submission_id,
                 validator_hotkey=lease.validator_hotkey,
-                expires_at=_aware(lease.expires_at),
-                seconds_left=(_aware(lease.expires_at) - now).total_seconds(),
+                expires_at=as_utc(lease.expires_at),
+                seconds_left=(as_utc(lease.expires_at) - now).total_seconds(),
             )
             for lease in open_leases
         ],
@@ -173,7 +170,7 @@ def arena_overview(
                 submission_id=row.submission_id,
                 miner_hotkey=row.miner_hotkey,
                 name=row.name,
-                at=_aware(row.created_at),
+                at=as_utc(row.created_at),
                 detail=row.detail or "",
             )
             for row in failed

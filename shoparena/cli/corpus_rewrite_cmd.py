@@ -106,16 +106,16 @@ def register(corpus: typer.Typer) -> None:
         from shoparena.arena.errors import ArenaError
         from shoparena.corpus.rewrite import rewrite_file
         from shoparena.corpus.rewriters import make_engines
+        from shoparena.corpus.sources import SourceError, resolve_inputs
         from shoparena.judge import JudgeSpecError
 
-        for path in inputs:
-            if not path.exists():
-                raise fail(f"{path}: no such file or run directory")
-            if path.is_dir() and not (path / "trajectories.jsonl").is_file():
-                raise fail(f"{path} is a directory without trajectories.jsonl (not a run directory)")
+        try:
+            files = resolve_inputs(inputs)
+        except SourceError as exc:
+            raise fail(str(exc)) from None
         if out.exists() and not force:
             raise fail(f"{out} exists; pass --force to replace it")
-        if any(out.resolve() == (p / "trajectories.jsonl" if p.is_dir() else p).resolve() for p in inputs):
+        if any(out.resolve() == path.resolve() for path in files):
             raise fail(f"{out}: write the rewritten rows to a new file, not over an input")
         make = partial(make_engines, rewriter, judge, **({"base_url": base_url} if base_url else {}))
         try:

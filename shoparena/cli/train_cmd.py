@@ -211,15 +211,17 @@ def register(app: typer.Typer) -> None:
           shoparena train prm-score --head runs/prm/head -i firehose.jsonl -o steps.jsonl
         """
         from shoparena.cli.common import progress_bar
+        from shoparena.corpus.sources import SourceError, resolve_inputs
         from shoparena.train.prm import HEAD_CONFIG, score_file
 
         if not (head / HEAD_CONFIG).is_file():
             raise fail(
                 f"{head}: not a head directory (no {HEAD_CONFIG}); `shoparena train prm` writes OUT/head"
             )
-        for path in inputs:
-            if not path.exists():
-                raise fail(f"{path}: no such file or run directory")
+        try:
+            resolve_inputs(inputs)
+        except SourceError as exc:
+            raise fail(str(exc)) from None
         try:
             with progress_bar("prm-score", None) as advance:
                 scored = score_file(head, inputs, out, progress=advance)

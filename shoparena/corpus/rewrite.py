@@ -39,6 +39,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from shoparena.corpus.models import MALFORMED, UNREADABLE, CorpusRow, RejectedRow, RewriteProvenance, row_json
 from shoparena.corpus.normalise import ENDING_TOOLS, NormaliseError, from_trajectory
+from shoparena.corpus.sources import resolve_inputs
+from shoparena.index.staging import staged_file
 from shoparena.records.trajectory import TokenUsage, TrajectoryRecord
 
 NOT_AXIS_B = "not_axis_b"
@@ -340,9 +342,9 @@ class RewriteReport(BaseModel):
 
 
 def iter_trajectories(paths: Iterable[Path]) -> Iterator[tuple[str, bytes]]:
-    """(file:line, line) of every non-blank line; a run directory is its trajectories.jsonl."""
-    for path in paths:
-        path = path / "trajectories.jsonl" if path.is_dir() else path
+    """(file:line, line) of every non-blank line; a run directory is its trajectories.jsonl
+    (`sources.resolve_inputs`, which refuses a missing path by name with `SourceError`)."""
+    for path in resolve_inputs(list(paths)):
         with path.open("rb") as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
@@ -444,11 +446,10 @@ def rewrite_file(
     end, so `out` is never half a run."""
     report = RewriteReport(out=str(out), rejects=str(rejects) if rejects else None)
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
     reject_sink = rejects.open("wb") if rejects else None
     done_ids: set[str] = set()
     try:
-        with partial.open("wb") as sink:
+        with staged_file(out) as partial, partial.open("wb") as sink:
             outcomes = _outcomes(iter_trajectories(inputs), make, sources, workers)
             try:
                 for outcome in outcomes:
@@ -476,9 +477,7 @@ def rewrite_file(
                         break
             finally:
                 outcomes.close()
-        partial.replace(out)
     finally:
-        partial.unlink(missing_ok=True)
         if reject_sink is not None:
             reject_sink.close()
     return report

@@ -127,3 +127,16 @@ def staged_build(out: Path, check: Callable[[Path], None], error: type[Exception
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def staged_file(out: Path) -> Iterator[Path]:
+    """The file counterpart of `staged_build`: yields a hidden sibling path to write; on success it is
+    renamed onto `out` (one step), on any failure removed, so `out` is the old file or the whole new one."""
+    out = Path(out)
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        yield partial
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)

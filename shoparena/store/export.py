@@ -7,13 +7,13 @@ string. Both stream page by page and write to a temporary file renamed into plac
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import Engine, Text, cast, func
 
+from shoparena.index.staging import staged_file
 from shoparena.store.errors import StoreError, StoreIntegrityError
 from shoparena.store.query import DEFAULT_PAGE, EVALUATIONS, RecordFilter, invalidated_clause, iter_rows
 from shoparena.store.records import content_sha256
@@ -81,13 +81,8 @@ def _replace_atomically(out: Path, write: Callable[[Path], int]) -> int:
     out = Path(out)
     if not out.parent.is_dir():
         raise StoreError(f"--out {out}: directory {out.parent} does not exist")
-    partial = out.with_name(out.name + ".partial")
-    try:
-        written = write(partial)
-        os.replace(partial, out)
-    finally:
-        partial.unlink(missing_ok=True)
-    return written
+    with staged_file(out) as partial:
+        return write(partial)
 
 
 def export_jsonl(

@@ -1,7 +1,7 @@
 """A process-reward head on the per-axis rule decomposition (SPEC §11): `shoparena train prm`.
 
 At each decision point of a trajectory (an assistant turn about to make calls), the head reads the
-conversation so far — rendered as the policy sees it (`chat_render`, the inference prompt) — and predicts
+conversation so far — rendered as the policy sees it (the checkpoint's chat template, the inference prompt) — and predicts
 the step labels of `prm_labels`: the rule score of the best candidate the agent has seen so far and its
 per-axis hit ratios (title, price, service, SKU/attributes). Those need the problem's reward; the head
 does not, so it can score a live rollout step by step, or rank sampled trajectories, where no reward is
@@ -28,6 +28,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from shoparena.agents.config import CliFlag
+from shoparena.index.staging import staged_file
 from shoparena.train.config import StageConfig, StageResult
 from shoparena.train.prm_labels import OUTPUTS, StepLabel, labelled_steps
 
@@ -98,9 +99,10 @@ class Features:
         self.hidden_size = int(self.model.config.hidden_size)
 
     def prompt(self, messages: list[dict], tools: list[dict] | None) -> str:
-        from shoparena.train.chat_render import ASSISTANT_HEADER, render_pieces
-
-        return "".join(piece.text for piece in render_pieces(messages, tools)) + ASSISTANT_HEADER
+        """The inference prompt, through the checkpoint's own chat template (as the `hf:` agent renders)."""
+        return self.tokenizer.apply_chat_template(
+            messages, tools=tools, tokenize=False, add_generation_prompt=True
+        )
 
     def __call__(self, messages: list[dict], tools: list[dict] | None):
         import torch
@@ -144,17 +146,14 @@ def auc(scores: list[float], positives: list[bool]) -> float | None:
 
 
 def _read_records(paths: list[Path]):
+    from shoparena.corpus.rewrite import iter_trajectories
     from shoparena.records.trajectory import TrajectoryRecord
 
-    for path in paths:
-        path = path / "trajectories.jsonl" if path.is_dir() else path
-        with path.open("rb") as handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    try:
-                        yield TrajectoryRecord.model_validate_json(line)
-                    except ValueError as exc:
-                        raise ValueError(f"{path}:{number}: not a trajectory record: {exc}") from None
+    for label, line in iter_trajectories(paths):
+        try:
+            yield TrajectoryRecord.model_validate_json(line)
+        except ValueError as exc:
+            raise ValueError(f"{label}: not a trajectory record: {exc}") from None
 
 
 def run_prm(config: PRMStageConfig) -> StageResult:
@@ -394,21 +393,16 @@ def score_file(
     model = ProcessRewardModel(head_dir, device)
     scored: list[ScoredTrajectory] = []
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
-    try:
-        with partial.open("wb") as sink:
-            for record in _read_records(inputs):
-                line = ScoredTrajectory(
-                    record_id=record.record_id,
-                    problem_id=record.problem.problem_id,
-                    success=record.score.success,
-                    steps=model.predict(record.messages, record.tools or None),
-                )
-                sink.write(line.model_dump_json().encode() + b"\n")
-                scored.append(line)
-                if progress:
-                    progress(1)
-        partial.replace(out)
-    finally:
-        partial.unlink(missing_ok=True)
+    with staged_file(out) as partial, partial.open("wb") as sink:
+        for record in _read_records(inputs):
+            line = ScoredTrajectory(
+                record_id=record.record_id,
+                problem_id=record.problem.problem_id,
+                success=record.score.success,
+                steps=model.predict(record.messages, record.tools or None),
+            )
+            sink.write(line.model_dump_json().encode() + b"\n")
+            scored.append(line)
+            if progress:
+                progress(1)
     return scored

@@ -40,6 +40,7 @@ from shoparena.arena.competition.season.seasonfile import (
 )
 from shoparena.arena.competition.season.setup import Participant, SeasonSettings, open_or_init, register_all
 from shoparena.arena.competition.season.validators import DishonestValidator, drain
+from shoparena.arena.db import as_utc
 from shoparena.arena.keys import keypair_from_seed
 from shoparena.arena.validator import JobReport, Validator, ValidatorSettings
 
@@ -109,16 +110,12 @@ def _counts(arena: Arena) -> tuple[int, int]:
     return int(submissions or 0), int(races or 0)
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def season_start(arena: Arena, engine) -> datetime:
     """Day 1's start: the season epoch in a new arena; in one that has run before, the first day boundary
     (the epoch's time of day) after its creation and after its last race's period."""
     from shoparena.arena.errors import ArenaError
 
-    start = max(SEASON_EPOCH, _aware(arena.config.created_at))
+    start = max(SEASON_EPOCH, as_utc(arena.config.created_at))
     current = engine.current()
     if current is not None:
         if current.state not in ("RACE_COMPLETE", "CANCELLED"):
@@ -127,7 +124,7 @@ def season_start(arena: Arena, engine) -> datetime:
                 "(`shoparena arena race close`) or simulate in a new directory"
             )
         start = max(
-            start, _aware(current.row.opened_at) + timedelta(seconds=arena.config.competition.race_cadence_s)
+            start, as_utc(current.row.opened_at) + timedelta(seconds=arena.config.competition.race_cadence_s)
         )
     if start > SEASON_EPOCH:
         days = -(-(start - SEASON_EPOCH) // DAY)

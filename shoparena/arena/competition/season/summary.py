@@ -9,7 +9,6 @@ The favourite gained nothing when what the arena gave it is never above either.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
@@ -22,6 +21,7 @@ from shoparena.arena.competition.season.seasonfile import (
     SeasonFile,
     SeasonWeights,
 )
+from shoparena.arena.db import as_utc
 
 if TYPE_CHECKING:
     from shoparena.arena.competition.season.driver import Season
@@ -93,10 +93,6 @@ def gained(lie: RaceLie) -> bool:
     return lie.consensus_weight > lie.honest_weight + TOLERANCE
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def _ordered(race: Race) -> Race:
     """The race with each result's validator scores by hotkey (they arrive in whatever order the
     validators' threads posted them)."""
@@ -119,7 +115,7 @@ def summarise(
     races = [
         _ordered(race)
         for race in sorted(view.races(limit=10_000), key=lambda race: race.opened_at)
-        if _aware(race.opened_at) >= season.start  # this season's: an arena may hold earlier ones
+        if as_utc(race.opened_at) >= season.start  # this season's: an arena may hold earlier ones
     ]
     history = {}
     try:
