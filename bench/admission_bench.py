@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import percentiles
-from shoparena.arena.admission import MAX_SOURCE_BYTES, check_submission
+from shoparena.admission import MAX_SOURCE_BYTES, check_submission
 
 TARGET_S = 1.0
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "arena" / "admission_corpus"

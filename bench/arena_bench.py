@@ -9,7 +9,7 @@ What is timed:
   `hotkey:timestamp:nonce:sha256(body)`, body 1 KiB), and the client's signing, one core.
 - signed submissions: `--miners` registered hotkeys (one submission each: the cooldown allows no more),
   sent by 50 concurrent clients; latency per request, then a check that every 202 is in the ledger
-  with its code stored (nothing lost). Admission is whatever `shoparena.arena.admission` holds.
+  with its code stored (nothing lost). Admission is whatever `shoparena.admission` holds.
 - status reads: 50 concurrent clients, each reading its own submission (`GET
   /v1/miner/submissions/{id}`, signed, a fresh nonce each) for `--seconds`; requests/s and latency.
 The server is `shoparena arena serve` in its own process (one uvicorn worker); the load generator
@@ -46,8 +46,8 @@ from rich.table import Table
 
 from bench.common import percentiles
 from shoparena.arena import init_arena, open_arena
-from shoparena.arena.keys import keypair_from_seed, new_key_file, public_keypair
-from shoparena.arena.signing import body_sha256, signed_headers, signing_message
+from shoparena.arena.auth.keys import keypair_from_seed, new_key_file, public_keypair
+from shoparena.arena.auth.signing import body_sha256, signed_headers, signing_message
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems

@@ -56,9 +56,9 @@ PAGE = 100
 
 def real_records(catalog_dir: Path, bank: Path, out: Path) -> list[TrajectoryRecord]:
     """One real run of the benign miner over the race bank (no sandbox: it is our own file)."""
-    from shoparena.agents.config import EvalConfig
-    from shoparena.agents.run_dir import TRAJECTORIES_FILE, read_trajectories
-    from shoparena.agents.runner import run_eval
+    from shoparena.eval.config import EvalConfig
+    from shoparena.eval.run_dir import TRAJECTORIES_FILE, read_trajectories
+    from shoparena.eval.runner import run_eval
     from shoparena.judge import OfflineJudge
 
     config = EvalConfig(

@@ -41,8 +41,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import bench_catalogue
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import run_eval
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.runner import run_eval
 from shoparena.index.catalog_dir import open_catalog, read_meta
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems

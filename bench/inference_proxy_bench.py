@@ -42,12 +42,12 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import bench_catalogue, percentiles
-from shoparena.agents.inference_proxy import InferenceProxy, ProxyLimits
-from shoparena.agents.inference_upstreams import HttpUpstream
 from shoparena.harness import Episode, tool_schemas
 from shoparena.harness.record_limits import RecordLimits
 from shoparena.harness.tool_server import ToolServer
 from shoparena.index.catalog_dir import open_catalog
+from shoparena.inference.proxy import InferenceProxy, ProxyLimits
+from shoparena.inference.upstreams import HttpUpstream
 
 ROOT = Path(__file__).resolve().parents[1]
 console = Console(width=max(120, Console().width))

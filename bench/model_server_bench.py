@@ -33,9 +33,9 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import BENCH_ROOT, percentiles
-from shoparena.agents.inference_upstreams import EpisodeContext, make_upstream
-from shoparena.agents.model_server import start_model_server
 from shoparena.harness.tool_specs import tool_schemas
+from shoparena.inference.model_server import start_model_server
+from shoparena.inference.upstreams import EpisodeContext, make_upstream
 
 console = Console()
 NAME = "shoparena-distilled"
@@ -156,7 +156,7 @@ def main() -> None:
 
 
 def parse_body(body: dict):
-    from shoparena.agents.model_server import parse_request
+    from shoparena.inference.model_server import parse_request
 
     return parse_request(json.dumps(body).encode())
 

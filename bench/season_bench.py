@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from shoparena.arena.competition.season.driver import Season
-from shoparena.arena.competition.season.setup import SeasonSettings
+from shoparena.season.driver import Season
+from shoparena.season.setup import SeasonSettings
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
 console = Console()

@@ -24,9 +24,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import run_eval
 from shoparena.corpus.pipeline import CorpusConfig, build_corpus
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.runner import run_eval
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.judge.offline import OfflineJudge
 from shoparena.problems.generator import ProblemGenerator

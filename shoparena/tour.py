@@ -153,8 +153,8 @@ def play_scripted_episodes(catalog_dir: Path, problems_path: Path) -> None:
 
 
 def evaluate_reference_agents(catalog_dir: Path, problems_path: Path) -> list[Path]:
-    from shoparena.agents.config import EvalConfig
-    from shoparena.agents.runner import run_eval
+    from shoparena.eval.config import EvalConfig
+    from shoparena.eval.runner import run_eval
     from shoparena.judge import make_judge
     from shoparena.report import comparison_rows, load_run, write_comparison, write_run_reports
 

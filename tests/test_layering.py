@@ -1,12 +1,17 @@
-"""Data flows one way: a stage never imports a stage above it (docs/architecture.md)."""
+"""Data flows one way: a unit never imports a unit above it (docs/architecture.md, "Who may import whom").
+
+Every import is read from the syntax tree, so imports inside functions, `import shoparena.x as y` and
+`from shoparena.x import module` count as much as the ones at the top of a module.
+"""
 
 from __future__ import annotations
 
-import re
+import ast
 from pathlib import Path
 
 import shoparena
 
+# The stages, lowest first. A stage may import itself and any stage before it.
 ORDER = [
     "records",
     "catalog",
@@ -14,47 +19,135 @@ ORDER = [
     "problems",
     "harness",
     "sandbox",
+    "admission",
     "scoring",
     "agents",
+    "inference",
+    "agents.miner",
+    "eval",
     "judge",
     "store",
     "corpus",
     "report",
     "arena",
+    "season",
     "train",
     "loop",
     "cli",
 ]
-IMPORT = re.compile(r"^\s*(?:from|import) shoparena\.(\w+)", re.M)
+# Inside the arena, lowest first: the shared arena records and database, authentication, the gate's
+# state (code store, ledger, config, the Arena), the job layer, the competition, the participants'
+# programs (client, validator, tryout), the operator's view, the HTTP service.
+ARENA_ORDER = [
+    "arena.errors",
+    "arena.db",
+    "arena.schema",
+    "arena.migrations",
+    "arena.models",
+    "arena.canonical",
+    "arena.auth",
+    "arena.codestore",
+    "arena.ledger",
+    "arena.config",
+    "arena.arena",
+    "arena",  # the package's __init__ (re-exports of the gate's state)
+    "arena.jobs",
+    "arena.competition",
+    "arena.participants",
+    "arena.overview",
+    "arena.api",
+]
+ROOT = Path(shoparena.__file__).parent
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every shoparena module this file imports, anywhere in it (dotted, without `shoparena.`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("shoparena.")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "shoparena":
+                found |= {f"shoparena.{alias.name}" for alias in node.names}
+            elif node.module.startswith("shoparena."):
+                found.add(node.module)
+                # `from shoparena.x import y` where y is a module of x
+                found |= {
+                    f"{node.module}.{alias.name}"
+                    for alias in node.names
+                    if (ROOT / Path(*node.module.split(".")[1:]) / alias.name).exists()
+                    or (ROOT / Path(*node.module.split(".")[1:]) / f"{alias.name}.py").exists()
+                }
+    return {name.removeprefix("shoparena.") for name in found}
+
+
+def _unit(module: str, order: list[str]) -> str | None:
+    """The longest unit of `order` that `module` is or lies in."""
+    best = None
+    for unit in order:
+        if (module == unit or module.startswith(unit + ".")) and (best is None or len(unit) > len(best)):
+            best = unit
+    return best
+
+
+def _violations(order: list[str], within: str | None = None) -> list[str]:
+    rank = {unit: i for i, unit in enumerate(order)}
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        module = _module_of(path)
+        if within and not (module == within or module.startswith(within + ".")):
+            continue
+        unit = _unit(module, order)
+        if unit is None:
+            continue  # top-level modules (demo, tour) sit above every stage
+        for imported in _imports(path):
+            other = _unit(imported, order)
+            if other is not None and rank[other] > rank[unit]:
+                found.append(f"{module} ({unit}) imports shoparena.{imported} ({other})")
+    return found
 
 
 def test_no_stage_imports_a_higher_stage():
-    root = Path(shoparena.__file__).parent
-    rank = {name: i for i, name in enumerate(ORDER)}
-    violations = []
-    for path in root.rglob("*.py"):
-        stage = path.relative_to(root).parts[0]
-        if stage not in rank:
-            continue  # top-level modules (demo) sit above every stage
-        for match in IMPORT.finditer(path.read_text(encoding="utf-8")):
-            other = match.group(1)
-            if other in rank and rank[other] > rank[stage]:
-                violations.append(f"{path.relative_to(root)} imports shoparena.{other}")
-    assert violations == []
+    assert _violations(ORDER) == []
+
+
+def test_inside_the_arena_no_part_imports_a_higher_part():
+    assert _violations(ARENA_ORDER, within="arena") == []
+
+
+def test_every_arena_module_has_a_place_in_the_order():
+    modules = {_module_of(p) for p in (ROOT / "arena").rglob("*.py")}
+    assert {m for m in modules if _unit(m, ARENA_ORDER) is None} == set()
+
+
+def test_the_layering_check_sees_function_level_imports(tmp_path):
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "def f():\n    from shoparena.cli import app\n    import shoparena.loop.runner as r\n"
+        "    from shoparena import train\n",
+        encoding="utf-8",
+    )
+    assert _imports(source) == {"cli", "loop.runner", "train"}
 
 
 def test_records_import_no_stage():
     """The shared records sit below every stage: they may import each other and nothing else of ours."""
-    root = Path(shoparena.__file__).parent / "records"
     imports = {
-        f"{path.name} imports shoparena.{match.group(1)}"
-        for path in root.glob("*.py")
-        for match in IMPORT.finditer(path.read_text(encoding="utf-8"))
-        if match.group(1) != "records"
+        f"{path.name} imports shoparena.{name}"
+        for path in (ROOT / "records").glob("*.py")
+        for name in _imports(path)
+        if not name.startswith("records")
     }
     assert imports == set()
 
 
 def test_every_stage_package_exists():
-    root = Path(shoparena.__file__).parent
-    assert all((root / name / "__init__.py").exists() for name in ORDER)
+    assert all((ROOT / Path(*name.split(".")) / "__init__.py").exists() for name in ORDER)

@@ -105,8 +105,8 @@ class Agent(ABC):
 AGENT_KINDS: dict[str, str] = {
     "openai": "shoparena.agents.openai_agent:make_openai_agent",
     "hf": "shoparena.agents.hf_agent:make_hf_agent",
-    "file": "shoparena.agents.file_agent:make_file_agent",
-    "reference": "shoparena.agents.reference:make_reference_agent",
+    "file": "shoparena.agents.miner.file_agent:make_file_agent",
+    "reference": "shoparena.agents.reference.agent:make_reference_agent",
 }
 
 

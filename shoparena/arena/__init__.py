@@ -1,11 +1,12 @@
 """The arena (SPEC §6): signed submissions over HTTP, admission, the append-only ledger of submissions,
 their status events and validators' results, and the local metagraph.
 
-The server (`shoparena.arena.server`) and the client (`shoparena.arena.client`) are imported on use:
+The server (`shoparena.arena.api.app`) and the client (`shoparena.arena.participants.client`) are imported on use:
 opening an arena or reading its ledger needs neither FastAPI nor httpx.
 """
 
 from shoparena.arena.arena import Arena, init_arena, open_arena
+from shoparena.arena.auth.metagraph import Metagraph
 from shoparena.arena.config import ArenaConfig
 from shoparena.arena.errors import (
     ArenaConfigError,
@@ -17,7 +18,6 @@ from shoparena.arena.errors import (
     UnknownSubmissionError,
 )
 from shoparena.arena.ledger import Cooldown, CooldownActive, CooldownPolicy, SubmissionLedger
-from shoparena.arena.metagraph import Metagraph
 from shoparena.arena.models import (
     NeuronInfo,
     ProblemResultIn,

@@ -14,13 +14,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from shoparena.arena.audit import AuditLog
+from shoparena.arena.auth.audit import AuditLog
+from shoparena.arena.auth.metagraph import Metagraph
+from shoparena.arena.auth.nonces import NonceStore, open_nonce_store
 from shoparena.arena.codestore import CodeStore, LocalCodeStore, open_code_store
 from shoparena.arena.config import ArenaConfig, new_config, read_config, write_config
 from shoparena.arena.errors import ArenaConfigError
 from shoparena.arena.ledger import SubmissionLedger
-from shoparena.arena.metagraph import Metagraph
-from shoparena.arena.nonces import NonceStore, open_nonce_store
 from shoparena.store import StoreError, TrajectoryStore, open_store
 from shoparena.store.engine import upgrade_to_head
 

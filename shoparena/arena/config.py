@@ -20,11 +20,11 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shoparena.arena.auth.nonces import DEFAULT_REDIS_PREFIX
 from shoparena.arena.competition.models import CompetitionConfig
 from shoparena.arena.errors import ArenaConfigError
 from shoparena.arena.ledger import CooldownPolicy
 from shoparena.arena.models import EvaluationSettings, JobPolicy
-from shoparena.arena.nonces import DEFAULT_REDIS_PREFIX
 from shoparena.index.catalog_dir import CatalogDirError, read_meta
 from shoparena.problems.io import ProblemFileError, read_problems
 

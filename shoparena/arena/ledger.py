@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, func, insert, select
 
-from shoparena.arena.admission import Violation
+from shoparena.admission import Violation
 from shoparena.arena.canonical import result_scores
 from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError, ResultConflictError, UnknownSubmissionError

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from shoparena.arena.admission import Violation
+from shoparena.admission import Violation
 from shoparena.records.trajectory import TrajectoryRecord
 
 Role = Literal["miner", "validator"]

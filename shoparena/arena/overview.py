@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from shoparena.arena.arena import Arena
 from shoparena.arena.db import as_utc
-from shoparena.arena.jobs import EVENTS, JOBS, LEASE_ENDS, LEASE_EVENTS, LEASES, SUBMISSIONS, JobBoard
+from shoparena.arena.jobs.board import EVENTS, JOBS, LEASE_ENDS, LEASE_EVENTS, LEASES, SUBMISSIONS, JobBoard
 from shoparena.arena.ledger import latest_events
 from shoparena.arena.models import SubmissionStatus
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shoparena.arena.admission import Violation, check_submission
+from shoparena.admission import Violation, check_submission
 from shoparena.cli.common import console, fail, print_json
 
 EXIT_REJECTED = 1

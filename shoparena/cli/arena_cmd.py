@@ -258,7 +258,7 @@ def serve_cmd(
       shoparena arena serve --dir arena --host 0.0.0.0 --port 8742 --nonce-store redis://127.0.0.1:6379/0
       shoparena arena serve --dir arena --tick-s 0
     """
-    from shoparena.arena.server import create_app, serve
+    from shoparena.arena.api.app import create_app, serve
 
     with _open(arena_dir, nonce_store=nonce_store) as arena:
         say_err(

@@ -1,6 +1,6 @@
 """`shoparena arena simulate`: play a whole competition season on one machine (issue 13).
 
-Thin: the season lives in `shoparena.arena.competition.season`; this parses options, prints one line per
+Thin: the season lives in `shoparena.season`; this parses options, prints one line per
 day and writes the season file.
 """
 
@@ -115,9 +115,9 @@ def register(arena_app: typer.Typer) -> None:
         from pydantic import ValidationError
 
         from shoparena.arena import ArenaError
-        from shoparena.arena.competition.season.driver import Season
-        from shoparena.arena.competition.season.seasonfile import DayProgress
-        from shoparena.arena.competition.season.setup import SeasonSettings
+        from shoparena.season.driver import Season
+        from shoparena.season.seasonfile import DayProgress
+        from shoparena.season.setup import SeasonSettings
 
         if sandbox not in ("auto", "bwrap", "container", "none"):
             raise fail(f"--sandbox {sandbox!r}: use auto, bwrap, container or none")

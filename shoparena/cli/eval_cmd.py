@@ -17,9 +17,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from shoparena.agents.config import EvalConfig
 from shoparena.cli.common import console, err_console, fail
 from shoparena.cli.model_options import command_from_models, model_values, validation_message
+from shoparena.eval.config import EvalConfig
 
 
 class EvalCommandOptions(BaseModel):
@@ -109,7 +109,7 @@ def all_errored(metrics: dict[str, Any], out: Path) -> str | None:
 
 def eval_command(**values: Any) -> None:
     from shoparena.agents.base import RunnerError
-    from shoparena.agents.runner import run_eval
+    from shoparena.eval.runner import run_eval
     from shoparena.report import comparison_rows, load_run, write_run_reports
 
     try:

@@ -33,8 +33,8 @@ def load_signer(
     key: Path | None, wallet: str | None, hotkey: str = "default", wallet_path: str | None = None
 ):
     """The keypair the options name; exits with a clear error when they name none or two."""
+    from shoparena.arena.auth.keys import key_file_too_open, load_key_file, load_wallet_hotkey
     from shoparena.arena.errors import KeyFileError
-    from shoparena.arena.keys import key_file_too_open, load_key_file, load_wallet_hotkey
 
     if (key is None) == (wallet is None):
         raise fail("sign with exactly one of --key KEY.json or --wallet NAME [--hotkey NAME]")

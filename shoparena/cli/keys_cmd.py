@@ -37,8 +37,8 @@ def new_cmd(
       shoparena keys new --out miner.json
       shoparena keys new --out validator.json --json
     """
+    from shoparena.arena.auth.keys import write_key_file
     from shoparena.arena.errors import KeyFileError
-    from shoparena.arena.keys import write_key_file
 
     try:
         key = write_key_file(out, overwrite=force)

@@ -61,8 +61,8 @@ def hint(reason: str | None, hotkey: str, role: str) -> str:
 
 def open_client(arena: str, key, wallet, hotkey, wallet_path):
     """A signed client for `--arena` with the key the options name; exits with a clear error otherwise."""
-    from shoparena.arena.client import ArenaClient
     from shoparena.arena.errors import ArenaError
+    from shoparena.arena.participants.client import ArenaClient
 
     signer = load_signer(key, wallet, hotkey, wallet_path)
     try:
@@ -73,7 +73,7 @@ def open_client(arena: str, key, wallet, hotkey, wallet_path):
 
 def refused(exc, hotkey: str = "HOTKEY", role: str = "miner") -> typer.Exit:
     """A clear one-screen message for every way the arena can refuse the `role` side's command."""
-    from shoparena.arena.client import ArenaRefused
+    from shoparena.arena.participants.client import ArenaRefused
 
     if not isinstance(exc, ArenaRefused):
         return fail(str(exc))

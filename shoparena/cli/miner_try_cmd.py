@@ -10,11 +10,11 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from shoparena.arena.tryout import PRACTICE_PROBLEMS
+from shoparena.arena.participants.tryout import PRACTICE_PROBLEMS
 from shoparena.cli.common import console, fail, print_json, say
 from shoparena.cli.validator_cmd import InferenceModelsOption
 
-SEASON_MINERS = Path(__file__).resolve().parents[1] / "arena" / "competition" / "season" / "miners"
+SEASON_MINERS = Path(__file__).resolve().parents[1] / "season" / "miners"
 TEMPLATES = {
     "model": "agentic_model.py",
     "pipeline": "narrated_pipeline.py",
@@ -192,10 +192,16 @@ def register(miner_app: typer.Typer) -> None:
         from pydantic import ValidationError
 
         from shoparena.agents.base import AgentSpecError
-        from shoparena.agents.file_agent import parse_models
+        from shoparena.agents.miner.file_agent import parse_models
         from shoparena.arena.errors import ArenaError
         from shoparena.arena.models import EvaluationSettings
-        from shoparena.arena.tryout import TryoutSettings, admission, arena_settings, evaluate, problem_source
+        from shoparena.arena.participants.tryout import (
+            TryoutSettings,
+            admission,
+            arena_settings,
+            evaluate,
+            problem_source,
+        )
         from shoparena.cli.arena_cmd import print_violations
         from shoparena.cli.common import quiet_libraries
         from shoparena.cli.eval_cmd import live_progress

@@ -1,5 +1,5 @@
 """`shoparena model serve`: a training checkpoint as an OpenAI-compatible endpoint for the arena's
-inference proxy (`shoparena.agents.model_server`)."""
+inference proxy (`shoparena.inference.model_server`)."""
 
 from __future__ import annotations
 
@@ -69,8 +69,8 @@ def serve_cmd(
       shoparena validator run --key validator.json --inference-models \\
           distilled=http://127.0.0.1:8000/v1#distilled,reference-agentic=offline:reference-agentic
     """
-    from shoparena.agents.model_server import start_model_server
-    from shoparena.agents.vllm_server import VllmStartError, VllmUnavailable
+    from shoparena.inference.model_server import start_model_server
+    from shoparena.inference.vllm_server import VllmStartError, VllmUnavailable
 
     try:
         server = start_model_server(

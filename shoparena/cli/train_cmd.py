@@ -15,9 +15,9 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from shoparena.agents.config import CliFlag
 from shoparena.cli.common import fail, say
 from shoparena.cli.model_options import command_from_models
+from shoparena.eval.config import CliFlag
 
 group = typer.Typer(
     name="train",

@@ -104,9 +104,9 @@ def run_cmd(
     from pydantic import ValidationError
 
     from shoparena.agents.base import AgentSpecError
-    from shoparena.agents.file_agent import parse_models
+    from shoparena.agents.miner.file_agent import parse_models
     from shoparena.arena.errors import ArenaError
-    from shoparena.arena.validator import JobFailed, Validator, ValidatorError, ValidatorSettings
+    from shoparena.arena.participants.validator import JobFailed, Validator, ValidatorError, ValidatorSettings
 
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from shoparena.agents.reference_model import tokens_of
 from shoparena.corpus.rewrite import Engines, RewriteAnswer, RewriteRequest, SeenResult, TurnCall
+from shoparena.inference.reference_model import tokens_of
 from shoparena.judge.trace import STOPWORDS, words
 
 SHOWN_CANDIDATES = 2

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shoparena.arena.competition.season.setup import SeasonSettings
 from shoparena.corpus import gates as corpus_gates
+from shoparena.season.setup import SeasonSettings
 from shoparena.train.config import ConfigError, config_errors, read_config_file
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"

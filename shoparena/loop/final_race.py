@@ -22,7 +22,7 @@ MODEL_LINE = 'MODEL = "reference-agentic"'
 
 def distilled_miner_source() -> str:
     """The season's axis-A miner file, asking for the distilled model instead of the reference one."""
-    from shoparena.arena.competition.season.roster import miner_source
+    from shoparena.season.roster import miner_source
 
     source = miner_source(AXIS_A_MINER)
     if source.count(MODEL_LINE) != 1:
@@ -31,11 +31,11 @@ def distilled_miner_source() -> str:
 
 
 def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[str, Any]:
-    from shoparena.agents.inference_proxy import DEFAULT_OFFLINE_MODELS
-    from shoparena.agents.model_server import start_model_server
-    from shoparena.arena.competition.season.driver import Season
-    from shoparena.arena.competition.season.setup import Entrant
+    from shoparena.inference.model_server import start_model_server
+    from shoparena.inference.proxy import DEFAULT_OFFLINE_MODELS
     from shoparena.loop.runner import copy_arena
+    from shoparena.season.driver import Season
+    from shoparena.season.setup import Entrant
 
     arena_dir = layout.final_dir / "arena"
     copy_arena(layout.arena_dir, arena_dir)

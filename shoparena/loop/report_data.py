@@ -14,12 +14,12 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from shoparena.arena.competition.season.seasonfile import SeasonFile, SeasonSubmission
 from shoparena.corpus.models import DEDUP_RANKED_OUT
 from shoparena.loop.layout import DISTILLED_MINER, LoopLayout
 from shoparena.loop.resume import summary_of
 from shoparena.report.runs import METRICS_FILE as RUN_METRICS_FILE
 from shoparena.report.runs import RUN_FILE, ReportError, RunView, load_run
+from shoparena.season.seasonfile import SeasonFile, SeasonSubmission
 from shoparena.train.metrics import METRICS_FILE as STAGE_METRICS_FILE
 from shoparena.train.pipeline import BASE_DIR, RESOLVED_PIPELINE, STAGE_RESULT
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shoparena.arena.competition.season.seasonfile import SeasonFile
 from shoparena.loop.report_data import Agent, Funnel, StageCurves, racer_name, uid_names
 from shoparena.report.plots import COLOURS, pyplot, svg
+from shoparena.season.seasonfile import SeasonFile
 
 HIGHLIGHT = "#c44e52"
 PLAIN = "#8c8c8c"

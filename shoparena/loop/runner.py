@@ -106,7 +106,7 @@ class _Stages:
 
 # -- 1 season ---------------------------------------------------------------------------------------------
 def play_season(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
-    from shoparena.arena.competition.season.driver import Season
+    from shoparena.season.driver import Season
 
     def day(progress) -> None:
         winner = f", winner {progress.winner[:10]}…" if progress.winner else ""
@@ -128,9 +128,9 @@ def export_firehose(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[st
     from shoparena.arena.competition.bank import read_bank
     from shoparena.arena.competition.engine import RaceEngine
     from shoparena.arena.competition.pools import rotation_at
-    from shoparena.arena.competition.season.clock import SEASON_EPOCH, SimClock
-    from shoparena.arena.competition.season.driver import season_start
     from shoparena.problems.io import read_problems, write_problems
+    from shoparena.season.clock import SEASON_EPOCH, SimClock
+    from shoparena.season.driver import season_start
     from shoparena.train.leak_guard import problem_key
 
     with open_arena(layout.arena_dir) as arena:
@@ -255,7 +255,7 @@ def train(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
 # -- 5 season agents --------------------------------------------------------------------------------------
 def season_racers(layout: LoopLayout) -> list[tuple[str, str]]:
     """(miner name, file stem) of each miner that raced the season's last race."""
-    from shoparena.arena.competition.season.seasonfile import read_season
+    from shoparena.season.seasonfile import read_season
 
     season = read_season(layout.season_file)
     if not season.races:
@@ -265,9 +265,9 @@ def season_racers(layout: LoopLayout) -> list[tuple[str, str]]:
 
 
 def evaluate_season_agents(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
-    from shoparena.agents.runner import run_eval
-    from shoparena.arena.competition.season.driver import resolve_sandbox
-    from shoparena.arena.competition.season.roster import miner_source
+    from shoparena.eval.runner import run_eval
+    from shoparena.season.driver import resolve_sandbox
+    from shoparena.season.roster import miner_source
     from shoparena.train.pipeline import EvalSettings, held_out_problems
     from shoparena.train.rollouts import Sampling, eval_config
 

@@ -33,7 +33,7 @@ from shoparena.store.rejects import (
 )
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
-"""The runner's record file inside a run directory (shoparena.agents.runner writes it)."""
+"""The runner's record file inside a run directory (shoparena.eval.runner writes it)."""
 MAX_LINE_BYTES = 64 * 2**20
 """A real record is tens of KB; a line beyond this is skipped as a reject, never read into memory."""
 CHUNK = 2**20

@@ -19,7 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from shoparena.agents.config import CliFlag
+from shoparena.eval.config import CliFlag
 from shoparena.train.config import StageConfig, StageResult
 from shoparena.train.kto_probe import Probe, make_probe_callback
 from shoparena.train.rollouts import Sampling, read_records

@@ -43,7 +43,7 @@ class Probe:
         self.sampling = sampling
 
     def run(self, model: Any, tokenizer: Any, step: int) -> ProbeResult:
-        from shoparena.agents.runner import run_eval
+        from shoparena.eval.runner import run_eval
         from shoparena.train.live_agent import live_agent
 
         run_dir = self.out / f"step-{step:06d}"

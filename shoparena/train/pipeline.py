@@ -325,7 +325,7 @@ def evaluate_checkpoints(
     config: PipelineConfig, out: Path, models: list[tuple[str, Path]], say: Callable[[str], None] = print
 ) -> list[Path]:
     """`shoparena eval` of every checkpoint on the held-out problems (resumable run directories)."""
-    from shoparena.agents.runner import run_eval
+    from shoparena.eval.runner import run_eval
     from shoparena.train.rollouts import Sampling, eval_config
 
     settings = config.evaluate or EvalSettings()

@@ -27,7 +27,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import orjson
 from pydantic import BaseModel, Field
 
-from shoparena.agents.config import CliFlag
+from shoparena.eval.config import CliFlag
 from shoparena.index.staging import staged_file
 from shoparena.train.config import StageConfig, StageResult
 from shoparena.train.prm_labels import OUTPUTS, StepLabel, labelled_steps

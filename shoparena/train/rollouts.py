@@ -21,12 +21,12 @@ import orjson
 from pydantic import BaseModel
 
 from shoparena.agents.base import RunnerError
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import RunProgress, run_eval
 from shoparena.corpus import gates as gate_mod
 from shoparena.corpus.export import trl_message
 from shoparena.corpus.normalise import NormaliseError, from_trajectory
 from shoparena.corpus.trace import trace_calls
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.runner import RunProgress, run_eval
 from shoparena.problems.models import Problem
 from shoparena.train.leak_guard import GuardReport, guard_problems
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field, ValidationError
 
-from shoparena.agents.config import (
+from shoparena.eval.config import (
     AgentOption,
     EvalConfig,
     Profile,

@@ -20,12 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shoparena.agents.base import AgentSpecError, ProblemView, make_agent
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.file_agent import FileAgent, StepFormatError, make_file_agent, parse_steps
-from shoparena.agents.inference_proxy import InferenceProxy
-from shoparena.agents.runner import run_eval
+from shoparena.agents.miner.file_agent import FileAgent, StepFormatError, make_file_agent, parse_steps
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.runner import run_eval
 from shoparena.harness import Episode
 from shoparena.harness.tool_server import ToolServer
+from shoparena.inference.proxy import InferenceProxy
 from shoparena.sandbox import NoSandboxWarning
 from shoparena.scoring import LexicalSimilarity, RuleScorer
 from tests.sandbox.test_limits import host_processes_with
@@ -426,7 +426,7 @@ def test_no_sandbox_is_loud_and_in_every_record(agent_catalog, agent_problems, t
     out = tmp_path / "run"
     with pytest.warns(NoSandboxWarning, match="file agent: sandbox 'none': miner files run unconfined"):
         make_file_agent(str(MINERS / "good_miner.py"), sandbox="none")
-    make = f"from shoparena.agents.file_agent import make_file_agent as m; m({str(MINERS / 'good_miner.py')!r}, sandbox='none')"
+    make = f"from shoparena.agents.miner.file_agent import make_file_agent as m; m({str(MINERS / 'good_miner.py')!r}, sandbox='none')"
     done = subprocess.run([sys.executable, "-c", make], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "NoSandboxWarning: file agent: sandbox 'none'" in done.stderr  # on stderr
     with pytest.warns(NoSandboxWarning):

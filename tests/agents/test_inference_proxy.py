@@ -12,16 +12,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-from shoparena.agents import miner_sdk
 from shoparena.agents.base import AgentSpecError, ProblemView
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.file_agent import make_file_agent
-from shoparena.agents.inference_proxy import InferenceProxy, ProxyLimits
-from shoparena.agents.inference_upstreams import HttpUpstream, make_upstream
-from shoparena.agents.run_dir import TRAJECTORIES_FILE, read_trajectories
-from shoparena.agents.runner import run_eval
+from shoparena.agents.miner import sdk as miner_sdk
+from shoparena.agents.miner.file_agent import make_file_agent
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.run_dir import TRAJECTORIES_FILE, read_trajectories
+from shoparena.eval.runner import run_eval
 from shoparena.harness import UPSTREAM, Episode
 from shoparena.harness.tool_server import ToolServer
+from shoparena.inference.proxy import InferenceProxy, ProxyLimits
+from shoparena.inference.upstreams import HttpUpstream, make_upstream
 from shoparena.judge import OfflineJudge
 from shoparena.records.inference import InferenceLog
 from shoparena.records.trajectory import (

@@ -9,8 +9,8 @@ import httpx
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from shoparena.agents import loopback
-from shoparena.agents.loopback import AppThread
+from shoparena.harness import loopback
+from shoparena.harness.loopback import AppThread
 
 
 class Collect(logging.Handler):

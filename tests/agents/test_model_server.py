@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from shoparena.agents.base import ProblemView
-from shoparena.agents.file_agent import make_file_agent
 from shoparena.agents.hf_agent import Generation
-from shoparena.agents.inference_upstreams import EpisodeContext, UpstreamError, make_upstream
-from shoparena.agents.model_server import HFModelServer, start_model_server
-from shoparena.agents.vllm_server import VllmServer, VllmStartError, VllmUnavailable, vllm_command
+from shoparena.agents.miner.file_agent import make_file_agent
 from shoparena.harness import Episode
 from shoparena.harness.protocols import QWEN3
+from shoparena.inference.model_server import HFModelServer, start_model_server
+from shoparena.inference.upstreams import EpisodeContext, UpstreamError, make_upstream
+from shoparena.inference.vllm_server import VllmServer, VllmStartError, VllmUnavailable, vllm_command
 from shoparena.sandbox import NoSandboxWarning
 from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 

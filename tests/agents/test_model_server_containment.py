@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from shoparena.agents.base import ProblemView
-from shoparena.agents.file_agent import make_file_agent
-from shoparena.agents.model_server import start_model_server
+from shoparena.agents.miner.file_agent import make_file_agent
 from shoparena.harness import Episode
+from shoparena.inference.model_server import start_model_server
 from tests.sandbox.conftest import sandbox_ready  # noqa: F401  (the bwrap gate)
 from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 

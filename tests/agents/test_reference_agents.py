@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shoparena.agents.base import AgentSpecError, ProblemView, make_agent
-from shoparena.agents.reference import classify_bucket, make_reference_agent
-from shoparena.agents.reference_parts.query import parse_query, parse_voucher_text
+from shoparena.agents.reference.agent import classify_bucket, make_reference_agent
+from shoparena.agents.reference.query import parse_query, parse_voucher_text
 from shoparena.harness.episode import Episode
 from shoparena.harness.tool_specs import PROFILES
 from shoparena.problems.generator import ProblemGenerator

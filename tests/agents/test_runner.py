@@ -19,12 +19,12 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from shoparena.agents.base import AGENT_KINDS, Agent, AgentRun, ProblemView, RunnerError
-from shoparena.agents.config import EvalConfig, WorkerConfig
-from shoparena.agents.episodes import RETRYABLE_ERRORS, EpisodeTask, error_kind, record_answer
-from shoparena.agents.executors import TIMEOUT_ERROR, ProcessExecutor, make_executor
-from shoparena.agents.run_dir import METRICS_FILE, RUN_FILE, TRAJECTORIES_FILE, read_trajectories
-from shoparena.agents.runner import run_eval
 from shoparena.cli import app
+from shoparena.eval.config import EvalConfig, WorkerConfig
+from shoparena.eval.episodes import RETRYABLE_ERRORS, EpisodeTask, error_kind, record_answer
+from shoparena.eval.executors import TIMEOUT_ERROR, ProcessExecutor, make_executor
+from shoparena.eval.run_dir import METRICS_FILE, RUN_FILE, TRAJECTORIES_FILE, read_trajectories
+from shoparena.eval.runner import run_eval
 from shoparena.harness.episode import Episode
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import run_eval
 from shoparena.cli import app
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.runner import run_eval
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 from shoparena.records.trajectory import TrajectoryRecord

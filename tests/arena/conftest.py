@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from shoparena.arena import init_arena
-from shoparena.arena.keys import keypair_from_seed, new_key_file
-from shoparena.arena.server import create_app, running
-from shoparena.arena.signing import signed_headers
+from shoparena.arena.api.app import create_app, running
+from shoparena.arena.auth.keys import keypair_from_seed, new_key_file
+from shoparena.arena.auth.signing import signed_headers
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 from tests.arena.job_helpers import BENIGN_AGENT, EVALUATION, LEASE_S, NO_COOLDOWN
@@ -249,9 +249,9 @@ def raw_records(small_catalog_dir, job_bank, tmp_path_factory):
     """The benign miner's records on the bank as the eval runner wrote them (not yet any job's): tests
     re-cast them for their job with `canonical_record`, so they post real trajectories without running
     the miner again."""
-    from shoparena.agents.config import EvalConfig
-    from shoparena.agents.run_dir import TRAJECTORIES_FILE, read_trajectories
-    from shoparena.agents.runner import run_eval
+    from shoparena.eval.config import EvalConfig
+    from shoparena.eval.run_dir import TRAJECTORIES_FILE, read_trajectories
+    from shoparena.eval.runner import run_eval
     from shoparena.judge import OfflineJudge
 
     out = tmp_path_factory.mktemp("benign-run") / "run"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shoparena.arena.client import ArenaClient
+from shoparena.arena.participants.client import ArenaClient
 
 BENIGN_AGENT = Path(__file__).resolve().parents[1] / "agents" / "miners" / "good_miner.py"
 """Searches, looks at the first hit, recommends it and terminates: a plain miner admission admits."""

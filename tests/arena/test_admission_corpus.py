@@ -7,9 +7,9 @@ import contextlib
 
 import pytest
 
+from shoparena.admission import RULES, analyse
 from shoparena.agents.base import ProblemView
-from shoparena.agents.file_agent import make_file_agent
-from shoparena.arena.admission import RULES, analyse
+from shoparena.agents.miner.file_agent import make_file_agent
 from shoparena.harness import Episode
 from shoparena.problems.generator import ProblemGenerator
 from tests.arena.corpus import ADVERSARIAL, BENIGN, MINERS, evasion, expected_rules

@@ -12,7 +12,7 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shoparena.arena.admission import RULES, Violation, analyse
+from shoparena.admission import RULES, Violation, analyse
 from tests.arena.corpus import ADVERSARIAL, BENIGN, CORPUS
 
 
@@ -105,7 +105,7 @@ def test_the_verdict_does_not_depend_on_what_was_checked_before(statements, salt
 _VERDICTS = """
 import json, sys
 from pathlib import Path
-from shoparena.arena.admission import analyse
+from shoparena.admission import analyse
 paths = sorted(Path(sys.argv[1]).rglob("*.py"))
 print(json.dumps({p.name: [v.model_dump() for v in analyse(p.read_bytes())] for p in paths}))
 """

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from shoparena.arena import admission
-from shoparena.arena.admission import MAX_SOURCE_BYTES, RULES, Violation, analyse, check_submission
-from shoparena.arena.admission import checker as checker_module
+from shoparena import admission
+from shoparena.admission import MAX_SOURCE_BYTES, RULES, Violation, analyse, check_submission
+from shoparena.admission import checker as checker_module
 
 
 def check(source: str) -> list[Violation]:

@@ -40,7 +40,7 @@ def files(tmp_path):
 @pytest.fixture
 def key_file(tmp_path, miner):
     """The registered miner's key as a key file."""
-    from shoparena.arena.keys import write_key_file
+    from shoparena.arena.auth.keys import write_key_file
 
     path = tmp_path / "miner.json"
     write_key_file(path, miner.file)
@@ -208,7 +208,7 @@ def test_miner_refusals_are_explained(server, tmp_path, files, validator):
     assert (
         unknown.exit_code == 2 and "unknown_hotkey" in unknown.output and "arena register" in unknown.output
     )
-    from shoparena.arena.keys import write_key_file
+    from shoparena.arena.auth.keys import write_key_file
 
     validator_file = tmp_path / "validator.json"
     write_key_file(validator_file, validator.file)
@@ -267,7 +267,7 @@ def test_a_cooldown_says_how_long_to_wait_as_a_person_would(
     try:
         server = server_factory(arena)
         key = tmp_path / "miner.json"
-        from shoparena.arena.keys import write_key_file
+        from shoparena.arena.auth.keys import write_key_file
 
         write_key_file(key, miner.file)
         benign, _ = files

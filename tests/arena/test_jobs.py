@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from shoparena.agents.runner import catalog_fingerprint
 from shoparena.arena.canonical import canonical_record, problem_outcome
-from shoparena.arena.client import ArenaRefused
 from shoparena.arena.models import JobOffer, ResultPost
+from shoparena.arena.participants.client import ArenaRefused
+from shoparena.eval.runner import catalog_fingerprint
 from shoparena.records.trajectory import SCORING_PIPELINE_VERSION
 from tests.arena.conftest import Key, make_arena, parallel
 from tests.arena.job_helpers import BENIGN_AGENT, EVALUATION, LEASE_S, NO_COOLDOWN, client, submit

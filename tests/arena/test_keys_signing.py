@@ -12,9 +12,7 @@ from bittensor_wallet import Keypair, Wallet
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoparena.arena.auth import AuthRefused, parse_signed_headers
-from shoparena.arena.errors import KeyFileError
-from shoparena.arena.keys import (
+from shoparena.arena.auth.keys import (
     canonical_hotkey,
     key_file_too_open,
     load_key_file,
@@ -23,7 +21,9 @@ from shoparena.arena.keys import (
     public_keypair,
     write_key_file,
 )
-from shoparena.arena.signing import body_sha256, signed_headers, signing_message
+from shoparena.arena.auth.signing import body_sha256, signed_headers, signing_message
+from shoparena.arena.auth.verify import AuthRefused, parse_signed_headers
+from shoparena.arena.errors import KeyFileError
 
 KEY = new_key_file()
 SIGNER = Keypair.create_from_seed(KEY.secret_seed)

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from shoparena.admission import Violation
 from shoparena.arena import (
     ArenaError,
     CooldownActive,
@@ -18,7 +19,6 @@ from shoparena.arena import (
     ResultIn,
     UnknownSubmissionError,
 )
-from shoparena.arena.admission import Violation
 from tests.arena.conftest import Key, arena_schema_differences, make_arena, parallel
 
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -178,7 +178,7 @@ APPEND_ONLY = ["submissions", "submission_events", "submission_results", "proble
 
 
 def test_append_only_tables_refuse_update_and_delete(state):
-    from shoparena.arena.audit import AuditRecord
+    from shoparena.arena.auth.audit import AuditRecord
 
     sid = submit(state, "5Miner", T0)
     state.ledger.add_result(result(sid))

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from shoparena.arena.auth.nonces import RedisNonceStore, SQLiteNonceStore, open_nonce_store
 from shoparena.arena.errors import ArenaConfigError, NonceStoreUnavailable
-from shoparena.arena.nonces import RedisNonceStore, SQLiteNonceStore, open_nonce_store
 from tests.arena.conftest import REDIS_URL, parallel
 
 

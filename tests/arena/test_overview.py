@@ -10,7 +10,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from shoparena.arena.jobs import JobBoard
+from shoparena.arena.jobs.board import JobBoard
 from shoparena.arena.overview import arena_overview
 from shoparena.cli import app
 from tests.arena.conftest import Key, make_arena
@@ -80,7 +80,7 @@ def test_the_queue_is_the_claim_order_and_leases_show_their_expiry(any_arena, mi
 
 
 def test_failures_carry_their_reason_and_rejections_are_counted(arena, miner, miner2):
-    from shoparena.arena.admission import Violation
+    from shoparena.admission import Violation
 
     failed = record(arena, miner.hotkey, "hangs", T0)
     arena.ledger.add_event(

@@ -7,10 +7,10 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from shoparena.arena.admission import check_submission
+from shoparena.admission import check_submission
 from shoparena.arena.canonical import result_scores
 from shoparena.arena.models import EvaluationSettings
-from shoparena.arena.tryout import TryoutError, TryoutSettings, arena_settings, try_agent
+from shoparena.arena.participants.tryout import TryoutError, TryoutSettings, arena_settings, try_agent
 from shoparena.cli import app
 from shoparena.cli.miner_try_cmd import EXIT_BELOW_THRESHOLD, SEASON_MINERS, TEMPLATES
 from tests.arena.conftest import make_arena

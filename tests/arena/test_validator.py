@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from shoparena.arena import open_arena
-from shoparena.arena.client import ArenaClient
-from shoparena.arena.keys import write_key_file
-from shoparena.arena.validator import JobFailed, Validator, ValidatorError, ValidatorSettings
+from shoparena.arena.auth.keys import write_key_file
+from shoparena.arena.participants.client import ArenaClient
+from shoparena.arena.participants.validator import JobFailed, Validator, ValidatorError, ValidatorSettings
 from shoparena.cli import app
 from shoparena.index.catalog_dir import build_synthetic
 from shoparena.store.query import RecordFilter

@@ -14,10 +14,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import run_eval
 from shoparena.cli import app
 from shoparena.cli.model_options import command_from_models, model_values
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.runner import run_eval
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 from tests.agents.test_config import SandboxedConfig
@@ -112,7 +112,7 @@ def test_the_lock_holds_across_processes(small_catalog_dir, problems_path, tmp_p
     out.mkdir()
     holder = subprocess.Popen(
         [sys.executable, "-c", (
-            "import sys, time; from pathlib import Path; from shoparena.agents.run_dir import RunLock; "
+            "import sys, time; from pathlib import Path; from shoparena.eval.run_dir import RunLock; "
             "RunLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)"
         ), str(out)],
         stdout=subprocess.PIPE, text=True,

@@ -9,11 +9,11 @@ import pytest
 
 from shoparena.agents import miner_sdk
 from shoparena.agents.base import ProblemView, TokenUsage
-from shoparena.agents.file_agent import make_file_agent
-from shoparena.agents.inference_proxy import InferenceProxy
-from shoparena.agents.inference_upstreams import HttpUpstream
+from shoparena.agents.miner.file_agent import make_file_agent
 from shoparena.harness import Episode
 from shoparena.harness.tool_server import ToolServer
+from shoparena.inference.proxy import InferenceProxy
+from shoparena.inference.upstreams import HttpUpstream
 from shoparena.judge import OfflineJudge
 from shoparena.judge.gates import REASONED
 from shoparena.judge.prompt import judge_messages

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from shoparena.arena.competition.season.seasonfile import read_season
-from shoparena.arena.competition.season.setup import SeasonSettings
 from shoparena.cli import app
 from shoparena.loop.config import TINY_PIPELINE, CorpusPart, LoopConfig, ServePart, TrainPart
 from shoparena.loop.layout import DISTILLED_MINER, DISTILLED_MODEL, STAGE_DONE, LoopLayout
 from shoparena.loop.runner import STAGE_NAMES, run_loop
+from shoparena.season.seasonfile import read_season
+from shoparena.season.setup import SeasonSettings
 from shoparena.store import open_store
 from tests.sandbox.conftest import sandbox_ready  # noqa: F401  (the gate of tests that run miner files in bwrap)
 

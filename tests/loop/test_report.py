@@ -12,16 +12,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import run_eval
 from shoparena.arena.competition.models import CompetitionConfig, Race, RaceResult
-from shoparena.arena.competition.season.seasonfile import SeasonFile, SeasonSubmission, SeasonWeights
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.runner import run_eval
 from shoparena.loop.layout import DISTILLED_MINER, LoopLayout
 from shoparena.loop.report import LoopReportError, write_loop_report
 from shoparena.loop.report_data import distilled_placement, read_loop
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 from shoparena.report import load_run
+from shoparena.season.seasonfile import SeasonFile, SeasonSubmission, SeasonWeights
 from shoparena.train.config import StageResult
 from tests.train.reference_corpus import reference_corpus
 

@@ -102,7 +102,7 @@ def test_a_mistyped_score_is_refused_with_its_field(score: dict, where: str):
 def test_every_reader_of_trajectory_files_reports_a_bad_line_alike(tmp_path):
     """The runner (resume), `shoparena judge` and `store ingest` name a bad line's problem the same way."""
     from shoparena.agents.base import RunnerError
-    from shoparena.agents.run_dir import read_trajectories
+    from shoparena.eval.run_dir import read_trajectories
     from shoparena.judge import OfflineJudge, judge_file
     from shoparena.records.trajectory import invalid_record_reason
     from shoparena.store.ingest import Reject, read_records

@@ -6,9 +6,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.run_dir import TRAJECTORIES_FILE
-from shoparena.agents.runner import run_eval
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.run_dir import TRAJECTORIES_FILE
+from shoparena.eval.runner import run_eval
 from shoparena.judge import make_judge
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.records.trajectory import TrajectoryRecord

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import run_eval
 from shoparena.corpus.pipeline import CorpusConfig, build_corpus
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.runner import run_eval
 from shoparena.judge.offline import OfflineJudge
 
 

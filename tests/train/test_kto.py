@@ -10,8 +10,8 @@ import json
 import orjson
 import pytest
 
-from shoparena.agents.config import EvalConfig
-from shoparena.agents.runner import run_eval
+from shoparena.eval.config import EvalConfig
+from shoparena.eval.runner import run_eval
 from shoparena.problems.io import write_problems
 from shoparena.train.kto import KTOStageConfig, run_kto
 from shoparena.train.kto_data import kto_examples

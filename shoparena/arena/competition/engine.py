@@ -29,7 +29,7 @@ from shoparena.arena.competition import rules
 from shoparena.arena.competition.models import Race, RaceResult, ValidatorScore, WeightVector
 from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError
-from shoparena.arena.jobs import JobBoard
+from shoparena.arena.jobs.board import JobBoard
 from shoparena.arena.schema import (
     Job,
     ProblemResult,

@@ -23,9 +23,9 @@ def race_bank(small_catalog, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def race_records(small_catalog_dir, race_bank, tmp_path_factory):
-    from shoparena.agents.config import EvalConfig
-    from shoparena.agents.run_dir import TRAJECTORIES_FILE, read_trajectories
-    from shoparena.agents.runner import run_eval
+    from shoparena.eval.config import EvalConfig
+    from shoparena.eval.run_dir import TRAJECTORIES_FILE, read_trajectories
+    from shoparena.eval.runner import run_eval
     from shoparena.judge import OfflineJudge
 
     out = tmp_path_factory.mktemp("race-run") / "run"

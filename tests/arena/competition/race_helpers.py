@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from shoparena.arena.canonical import canonical_record, problem_outcome
-from shoparena.arena.jobs import JobBoard
+from shoparena.arena.jobs.board import JobBoard
 from shoparena.arena.models import JobOffer, ResultPost
 from shoparena.records.trajectory import TrajectoryRecord
 from tests.arena.conftest import Key, make_arena
@@ -50,7 +50,7 @@ class Racing:
     def submit(self, miner: Key, name: str = "agent.py", tweak: str = "") -> str:
         """An admitted submission recorded through the ledger (the miner API's own path is tested in
         tests/arena); `tweak` makes the code distinct."""
-        from shoparena.arena.admission import check_submission
+        from shoparena.admission import check_submission
 
         code = (self.code + tweak).encode()
         assert check_submission(code) == []

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from shoparena.arena.auth.keys import new_key_file
 from shoparena.arena.competition.chain import BittensorChain, ChainError, LocalChain
 from shoparena.arena.competition.models import WeightVector
-from shoparena.arena.keys import new_key_file
 from tests.arena.competition.fake_subtensor import FakeHotkey, FakeSubtensor, FakeWallet
 
 VECTOR = WeightVector(race_id="race-7", uids=[0, 3, 5, 9], weights=[0.5, 0.25, 0.125, 0.125])

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from shoparena.arena import open_arena
+from shoparena.arena.auth.keys import new_key_file
 from shoparena.arena.competition.chain import LocalChain
 from shoparena.arena.competition.models import WeightVector
-from shoparena.arena.keys import new_key_file
 from shoparena.cli import app, arena_chain_cmd
 from tests.arena.competition.fake_subtensor import FakeSubtensor
 

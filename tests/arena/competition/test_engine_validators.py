@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from shoparena.arena.client import ArenaClient
 from shoparena.arena.competition.engine import RaceEngine
-from shoparena.arena.validator import Validator, ValidatorSettings
+from shoparena.arena.participants.client import ArenaClient
+from shoparena.arena.participants.validator import Validator, ValidatorSettings
 from tests.arena.competition.race_helpers import make_racing
 from tests.arena.job_helpers import submit
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from shoparena.arena.admission import check_submission
+from shoparena.admission import check_submission
 from shoparena.arena.competition.bank import read_bank
 from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.competition.pools import manifest_path, qualifying_problems, read_manifest
-from shoparena.arena.jobs import JOBS
+from shoparena.arena.jobs.board import JOBS
 from shoparena.arena.ledger import CooldownActive, CooldownPolicy
 from tests.arena.competition.race_helpers import RACE_BANK, Racing, by_miner
 from tests.arena.conftest import Key, make_arena

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from markupsafe import escape
 
-from shoparena.arena.competition.web.pages import BAR_WIDTH, quality_chart
+from shoparena.arena.api.web.pages import BAR_WIDTH, quality_chart
 from tests.arena.competition.public_fixtures import T0, XSS_HOTKEY, XSS_NAME, MemoryCompetition, build_season
 
 

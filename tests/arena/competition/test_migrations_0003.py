@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from shoparena.arena import open_arena
 from shoparena.arena.arena import ARENA_MIGRATIONS
 from shoparena.arena.config import DEFAULT_STATE_FILE
-from shoparena.arena.jobs import JobBoard
+from shoparena.arena.jobs.board import JobBoard
 from shoparena.arena.schema import (
     COMPETITION_TABLES,
     JOB_LEASES,

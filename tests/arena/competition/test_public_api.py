@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from shoparena.arena.api.public import MAX_RACES
 from shoparena.arena.competition.models import AgentDetail, LeaderboardEntry, Race, WeightVector
-from shoparena.arena.competition.public_api import MAX_RACES
 from tests.arena.competition.public_fixtures import T0, XSS_HOTKEY, XSS_NAME, MemoryCompetition, build_season
 
 

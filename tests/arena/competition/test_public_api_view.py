@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import httpx
 
+from shoparena.arena.api.app import create_app, running
 from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.competition.models import AgentDetail, LeaderboardEntry, Race, WeightVector
-from shoparena.arena.server import create_app, running
 from shoparena.records.trajectory import TrajectoryRecord
 from tests.arena.competition.race_helpers import by_miner
 

@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 from shoparena.arena import open_arena
 from shoparena.arena.competition.models import SEASON_SCHEMA
 from shoparena.arena.competition.rules import seed_commitment
-from shoparena.arena.competition.season.driver import Season, race_seed
-from shoparena.arena.competition.season.roster import FAVOURITE_SLOT, ROSTER
-from shoparena.arena.competition.season.seasonfile import SeasonFile, read_season
-from shoparena.arena.competition.season.setup import SeasonSettings
 from shoparena.cli import app
+from shoparena.season.driver import Season, race_seed
+from shoparena.season.roster import FAVOURITE_SLOT, ROSTER
+from shoparena.season.seasonfile import SeasonFile, read_season
+from shoparena.season.setup import SeasonSettings
 from tests.sandbox.conftest import sandbox_ready  # noqa: F401  (the gate of tests that run miner files in bwrap)
 
 runner = CliRunner()
@@ -168,7 +168,7 @@ def test_arena_serve_shows_the_seasons_leaderboard(played):
     """What the README tells a person to do next: serve the season's arena and open the leaderboard."""
     import httpx
 
-    from shoparena.arena.server import create_app, running
+    from shoparena.arena.api.app import create_app, running
 
     arena_dir, season, _output = played
     crowned = season.races[-1].winner

@@ -8,8 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from shoparena.arena.competition.season.roster import MINERS_DIR, ROSTER, miner_files, roster
 from shoparena.cli import app
+from shoparena.season.roster import MINERS_DIR, ROSTER, miner_files, roster
 
 runner = CliRunner()
 

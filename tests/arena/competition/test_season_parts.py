@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from shoparena.arena import open_arena
-from shoparena.arena.competition.season.clock import SEASON_EPOCH, SimClock
-from shoparena.arena.competition.season.driver import race_seed, seeded_ids
-from shoparena.arena.competition.season.setup import SIMULATED_MARKER, SeasonSettings, open_or_init
 from shoparena.cli import app
+from shoparena.season.clock import SEASON_EPOCH, SimClock
+from shoparena.season.driver import race_seed, seeded_ids
+from shoparena.season.setup import SIMULATED_MARKER, SeasonSettings, open_or_init
 from tests.arena.conftest import Key
 
 runner = CliRunner()
@@ -82,8 +82,8 @@ def test_bad_options_are_refused_before_anything_runs(tmp_path, options, message
 
 def test_a_season_that_asks_for_bwrap_where_it_cannot_run_stops_before_it_starts(monkeypatch):
     import shoparena.sandbox as sandbox
-    from shoparena.arena.competition.season.driver import resolve_sandbox
     from shoparena.arena.errors import ArenaError
+    from shoparena.season.driver import resolve_sandbox
 
     def broken(policy=None):
         raise sandbox.SandboxUnavailable("bwrap: setting up uid map: Permission denied")

@@ -95,9 +95,9 @@ def test_standings_take_one_pooled_connection_at_a_time(racing):
     from sqlalchemy import create_engine
     from sqlalchemy.pool import QueuePool
 
+    from shoparena.arena.auth.metagraph import Metagraph
     from shoparena.arena.competition.engine import RaceEngine
     from shoparena.arena.competition.view import CompetitionView
-    from shoparena.arena.metagraph import Metagraph
 
     tight = create_engine(
         racing.arena.store.engine.url, poolclass=QueuePool, pool_size=1, max_overflow=0, pool_timeout=2

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from shoparena.arena.auth.metagraph import Metagraph
 from shoparena.arena.competition.chain.base import ChainReceipt
 from shoparena.arena.competition.chain.ledger import LEDGER_FILE, LedgerEntry, WeightLedger
 from shoparena.arena.competition.models import WeightVector
-from shoparena.arena.metagraph import Metagraph
 from shoparena.arena.models import NeuronInfo
 
 

@@ -27,13 +27,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from shoparena.arena.auth.keys import canonical_hotkey
+from shoparena.arena.auth.metagraph import Metagraph
 from shoparena.arena.competition.chain.base import ChainReceipt
 from shoparena.arena.competition.chain.ledger import LEDGER_FILE, LedgerEntry, WeightLedger
 from shoparena.arena.competition.chain.u16 import U16_MAX, to_u16
 from shoparena.arena.competition.models import WeightVector
 from shoparena.arena.errors import ArenaError
-from shoparena.arena.keys import canonical_hotkey
-from shoparena.arena.metagraph import Metagraph
 from shoparena.arena.models import NeuronInfo
 
 SALT_LENGTH = 8

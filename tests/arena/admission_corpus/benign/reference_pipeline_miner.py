@@ -1,4 +1,4 @@
-"""The reference pipeline agent (shoparena.agents.reference, target "pipeline") as a miner file.
+"""The reference pipeline agent (shoparena.agents.reference.agent, target "pipeline") as a miner file.
 
 Same search-and-verify idea as the agentic reference, but run as plain code: one tool call per step,
 every call recorded with origin="code", a classification note at the start and a narration before the

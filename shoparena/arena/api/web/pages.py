@@ -1,0 +1,166 @@
+"""The page routes: `/`, `/agents/{submission_id}`, `/races/{race_id}` and the two static files.
+
+Each route reads the competition through the reader, shapes what the templates need (bars, release
+state, links) here rather than in template logic, and renders with autoescaping. Handlers are plain
+functions, so FastAPI runs them in its thread pool (the reader may block on the database).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from shoparena import __version__
+from shoparena.arena.api.public import plausible_submission_id, sealed
+from shoparena.arena.arena import Arena
+from shoparena.arena.competition.models import AgentDetail, CompetitionReader, Race
+from shoparena.arena.errors import ArenaError
+
+HERE = Path(__file__).parent
+STATIC = {
+    "site.css": ("text/css; charset=utf-8", (HERE / "static" / "site.css").read_bytes()),
+    "site.js": ("text/javascript; charset=utf-8", (HERE / "static" / "site.js").read_bytes()),
+}
+RECENT_RACES = 10
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+BAR_WIDTH = 240
+"""Pixels of a full (1.0) bar."""
+QUALITY_CHART_HEIGHT = 80
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(("html",), default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["score"] = lambda value: "–" if value is None else f"{value:.3f}"
+    env.filters["pct"] = lambda value: "–" if value is None else f"{100 * value:.1f}%"
+    env.filters["short"] = lambda text, n=12: text if len(text) <= n else f"{text[: n - 1]}…"
+    env.filters["when"] = lambda value: "–" if value is None else value.strftime("%Y-%m-%d %H:%M UTC")
+    env.filters["iso"] = lambda value: value.isoformat(timespec="seconds") if value else ""
+    env.filters["path"] = lambda value: quote(value, safe="")
+    env.filters["query"] = lambda value: quote(value, safe=":")
+    return env
+
+
+def bar(value: float | None, width: int = BAR_WIDTH) -> int:
+    """Pixels for a score in [0, 1] (0 for none)."""
+    return 0 if value is None else round(max(0.0, min(1.0, value)) * width)
+
+
+def quality_chart(judge_quality: dict[str, int]) -> list[dict]:
+    """One column per judge quality level, highest count = full height, levels in numeric order."""
+    levels = sorted(judge_quality.items(), key=lambda item: _as_float(item[0]))
+    top = max((count for _level, count in levels), default=0)
+    columns = []
+    for index, (level, count) in enumerate(levels):
+        height = round(QUALITY_CHART_HEIGHT * count / top) if top else 0
+        columns.append({"level": level, "count": count, "x": 8 + index * 36, "height": height})
+    return columns
+
+
+def _as_float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float("inf")
+
+
+def code_state(detail: AgentDetail, now: datetime) -> str:
+    """released | embargoed | never."""
+    if detail.code_release_at is None:
+        return "never"
+    return "released" if now >= detail.code_release_at else "embargoed"
+
+
+def web_router(reader: CompetitionReader, arena: Arena, clock: Callable[[], float]) -> APIRouter:
+    """The HTML pages over `reader`; `arena` names the page, `clock` (Unix seconds) decides embargoes."""
+    router = APIRouter()
+    env = _environment()
+    title = arena.dir.name or "arena"
+
+    def render(template: str, status: int = 200, **context) -> HTMLResponse:
+        context.setdefault("now", now())
+        page = env.get_template(template).render(arena_name=title, version=__version__, **context)
+        return HTMLResponse(page, status_code=status, headers=SECURITY_HEADERS)
+
+    def guarded(make: Callable[[], HTMLResponse]) -> HTMLResponse:
+        try:
+            return make()
+        except ArenaError as exc:
+            return render("error.html", 503, heading="The arena cannot serve this page now", detail=str(exc))
+
+    def now() -> datetime:
+        return datetime.fromtimestamp(clock(), UTC)
+
+    @router.get("/", response_class=HTMLResponse)
+    def index() -> HTMLResponse:
+        def make() -> HTMLResponse:
+            entries = reader.leaderboard()
+            races: list[Race] = [sealed(race) for race in reader.races(RECENT_RACES)]
+            incumbent = next((entry for entry in entries if entry.incumbent), None)
+            return render("index.html", entries=entries, incumbent=incumbent, races=races, bar=bar, now=now())
+
+        return guarded(make)
+
+    @router.get("/agents/{submission_id}", response_class=HTMLResponse)
+    def agent_page(submission_id: str) -> HTMLResponse:
+        def make() -> HTMLResponse:
+            detail = reader.agent(submission_id) if plausible_submission_id(submission_id) else None
+            if detail is None:
+                return render(
+                    "error.html",
+                    404,
+                    heading="No such agent",
+                    detail=f"There is no submission {submission_id[:80]} in this arena.",
+                )
+            return render(
+                "agent.html",
+                agent=detail,
+                bar=bar,
+                quality=quality_chart(detail.judge_quality),
+                quality_height=QUALITY_CHART_HEIGHT,
+                code=code_state(detail, now()),
+            )
+
+        return guarded(make)
+
+    @router.get("/races/{race_id}", response_class=HTMLResponse)
+    def race_page(race_id: str) -> HTMLResponse:
+        def make() -> HTMLResponse:
+            found = reader.race(race_id)
+            if found is None:
+                return render(
+                    "error.html", 404, heading="No such race", detail=f"There is no race {race_id[:80]}."
+                )
+            return render("race.html", race=sealed(found), bar=bar)
+
+        return guarded(make)
+
+    @router.get("/static/{name}")
+    def static(name: str) -> Response:
+        found = STATIC.get(name)
+        if found is None:
+            return Response(b"not found\n", status_code=404, media_type="text/plain")
+        media_type, data = found
+        headers = {"Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"}
+        return Response(data, media_type=media_type, headers=headers)
+
+    return router

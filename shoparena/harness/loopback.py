@@ -1,0 +1,138 @@
+"""Serve an ASGI app with uvicorn from a background thread of this process, on a real TCP socket.
+
+Why here: the model server (and its tests and benchmark) runs a FastAPI app in-process, and the
+agents layer cannot import the arena's `running(app)` (the arena sits above it) nor reuse the tool
+server's lifecycle (it is bound to the tool routes and their sessions). This is the same few lines as
+`shoparena.arena.api.app.running`; the arena could use this one instead.
+
+HTTP is parsed by h11, never httptools (uvicorn's httptools protocol buffers a request head without
+any bound); the socket is TCP with `IPPROTO_TCP` so asyncio sets TCP_NODELAY (otherwise a reply's
+header and body writes wait on delayed ACKs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+from typing import Any, ClassVar
+
+START_TIMEOUT_S = 30.0
+STOP_GRACE_S = 5.0
+"""How long `stop()` lets requests in flight finish before uvicorn cancels them."""
+BACKLOG = 1024
+CONNECT_HOST = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+
+
+class QuietCancellation(logging.Filter):
+    """Drops uvicorn's "Exception in ASGI application" for a request cancelled because its server was
+    made to stop (`stop()` past its grace, Ctrl-C in the loop): that is the stop doing its job, and a
+    traceback of anyio's internals on the user's terminal reads as a crash."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, asyncio.CancelledError)
+
+
+def _quiet_cancellations() -> None:
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, QuietCancellation) for f in logger.filters):
+        logger.addFilter(QuietCancellation())
+
+
+class AppThread:
+    """`app` served on `host:port` (port 0: a free one) while started; a context manager.
+
+    `url` is `http://HOST:PORT` once started (loopback for a wildcard HOST). uvicorn options (log_level, access_log, …) pass through.
+    """
+
+    FIXED: ClassVar[dict[str, str]] = {"lifespan": "off", "http": "h11"}
+    """Always so: no lifespan events, and h11 (bounded request heads), whatever the options say."""
+
+    def __init__(
+        self, app: Any, host: str = "127.0.0.1", port: int = 0, *, name: str = "app", **options: Any
+    ):
+        self.app = app
+        self.host = host
+        self.port = port
+        self.name = name
+        self.options = {"log_level": "warning", "access_log": False, **options}
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError(f"{self.name}: not started")
+        host = CONNECT_HOST.get(self.host, self.host)  # a wildcard address is reached on loopback
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> AppThread:
+        import uvicorn
+
+        if self._server is not None:
+            return self
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(BACKLOG)
+        except OSError as exc:
+            sock.close()
+            raise OSError(f"{self.name}: cannot listen on {self.host}:{self.port}: {exc}") from None
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, **self.FIXED, backlog=BACKLOG, **self.options)
+        _quiet_cancellations()  # after Config: it (re)configures uvicorn's loggers
+        server = uvicorn.Server(config)
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            try:
+                server.run(sockets=[sock])
+            except BaseException as exc:  # reported by start(); a thread's exception would be lost
+                failure.append(exc)
+
+        thread = threading.Thread(target=serve, name=f"{self.name}:{self.port}", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if not server.started:
+            server.should_exit = True
+            thread.join(timeout=2)
+            sock.close()
+            why = f": {type(failure[0]).__name__}: {failure[0]}" if failure else ""
+            raise RuntimeError(f"{self.name} did not start on {self.host}:{self.port}{why}")
+        self._server, self._thread, self._socket = server, thread, sock
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=STOP_GRACE_S)
+            if self._thread.is_alive():
+                server.force_exit = True
+                self._thread.join(timeout=2)
+        if self._socket is not None:
+            self._socket.close()
+
+    def serve_forever(self) -> None:
+        """Block until the server stops (Ctrl-C in a CLI)."""
+        if self._thread is None:
+            raise RuntimeError(f"{self.name}: not started")
+        while self._thread.is_alive():
+            self._thread.join(timeout=0.5)
+
+    def __enter__(self) -> AppThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
