@@ -31,11 +31,7 @@ from shoparena.arena.competition.models import Race, RaceResult, ValidatorScore,
 from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.jobs.board import JobBoard
-from shoparena.arena.tables import (
-    JOBS,
-    RACES,
-    SUBMISSIONS,
-)
+from shoparena.arena.tables import JOBS, RACES, SUBMISSIONS
 from shoparena.arena.tables import PROBLEM_RESULTS as PROBLEMS
 from shoparena.arena.tables import RACE_ENTRIES as ENTRIES
 from shoparena.arena.tables import RACE_EVENTS as EVENTS
