@@ -42,6 +42,7 @@ ARENA_ORDER = [
     "arena.errors",
     "arena.db",
     "arena.schema",
+    "arena.tables",
     "arena.migrations",
     "arena.models",
     "arena.canonical",

@@ -34,14 +34,9 @@ from shoparena.arena.models import (
     SubmissionSummary,
     SubmissionView,
 )
-from shoparena.arena.schema import ProblemResult, Submission, SubmissionResult
-from shoparena.arena.schema import SubmissionEvent as EventRow
+from shoparena.arena.tables import PROBLEM_RESULTS, SUBMISSION_EVENTS, SUBMISSION_RESULTS, SUBMISSIONS
 from shoparena.problems.canonical import canonical_json
 
-SUBMISSIONS = Submission.__table__
-EVENTS = EventRow.__table__
-RESULTS = SubmissionResult.__table__
-PROBLEMS = ProblemResult.__table__
 ARENA_ACTOR = "arena"
 TERMINAL = frozenset({"rejected"})
 """No event follows a rejection: a rejected file is never evaluated."""
@@ -96,7 +91,7 @@ def _event(row) -> SubmissionEvent:
 
 def _append_event(connection: Connection, submission_id: str, event: SubmissionEvent) -> None:
     connection.execute(
-        insert(EVENTS).values(
+        insert(SUBMISSION_EVENTS).values(
             submission_id=submission_id,
             status=event.status,
             actor=event.actor,
@@ -110,8 +105,8 @@ def _append_event(connection: Connection, submission_id: str, event: SubmissionE
 def latest_events():
     """(submission_id, id of its newest event): a submission's status is the event row it names."""
     return (
-        select(EVENTS.c.submission_id, func.max(EVENTS.c.id).label("event_id"))
-        .group_by(EVENTS.c.submission_id)
+        select(SUBMISSION_EVENTS.c.submission_id, func.max(SUBMISSION_EVENTS.c.id).label("event_id"))
+        .group_by(SUBMISSION_EVENTS.c.submission_id)
         .subquery()
     )
 
@@ -209,15 +204,15 @@ class SubmissionLedger:
                 SUBMISSIONS.c.code_size,
                 SUBMISSIONS.c.violations,
                 SUBMISSIONS.c.created_at.label("submitted_at"),
-                EVENTS.c.status,
-                EVENTS.c.actor,
-                EVENTS.c.job_id,
-                EVENTS.c.detail,
-                EVENTS.c.created_at,
+                SUBMISSION_EVENTS.c.status,
+                SUBMISSION_EVENTS.c.actor,
+                SUBMISSION_EVENTS.c.job_id,
+                SUBMISSION_EVENTS.c.detail,
+                SUBMISSION_EVENTS.c.created_at,
             )
-            .join(EVENTS, EVENTS.c.submission_id == SUBMISSIONS.c.submission_id)
+            .join(SUBMISSION_EVENTS, SUBMISSION_EVENTS.c.submission_id == SUBMISSIONS.c.submission_id)
             .where(SUBMISSIONS.c.submission_id == submission_id)
-            .order_by(EVENTS.c.id)
+            .order_by(SUBMISSION_EVENTS.c.id)
         )
         with self.engine.connect() as connection:
             rows = connection.execute(query).all()
@@ -248,10 +243,10 @@ class SubmissionLedger:
                 SUBMISSIONS.c.name,
                 SUBMISSIONS.c.code_sha256,
                 SUBMISSIONS.c.created_at.label("submitted_at"),
-                EVENTS.c.status,
+                SUBMISSION_EVENTS.c.status,
             )
             .join(latest, latest.c.submission_id == SUBMISSIONS.c.submission_id)
-            .join(EVENTS, EVENTS.c.id == latest.c.event_id)
+            .join(SUBMISSION_EVENTS, SUBMISSION_EVENTS.c.id == latest.c.event_id)
             .where(where)
             .order_by(order)
             .limit(limit)
@@ -267,15 +262,15 @@ class SubmissionLedger:
         """Submissions whose current status is `status`, oldest first (the job layer's queue)."""
         if status not in STATUSES:
             raise ArenaError(f"unknown status {status!r}; one of {', '.join(STATUSES)}")
-        return self._summaries(EVENTS.c.status == status, SUBMISSIONS.c.id, limit)
+        return self._summaries(SUBMISSION_EVENTS.c.status == status, SUBMISSIONS.c.id, limit)
 
     # -- status events -------------------------------------------------------------------------------
 
     def _current(self, connection: Connection, submission_id: str) -> str:
         status = connection.execute(
-            select(EVENTS.c.status)
-            .where(EVENTS.c.submission_id == submission_id)
-            .order_by(EVENTS.c.id.desc())
+            select(SUBMISSION_EVENTS.c.status)
+            .where(SUBMISSION_EVENTS.c.submission_id == submission_id)
+            .order_by(SUBMISSION_EVENTS.c.id.desc())
             .limit(1)
         ).scalar_one_or_none()
         if status is None:
@@ -348,8 +343,9 @@ class SubmissionLedger:
         }
         with writing(self.engine) as connection:
             stored = connection.execute(
-                select(RESULTS.c.content_sha256).where(
-                    RESULTS.c.job_id == result.job_id, RESULTS.c.validator_hotkey == result.validator_hotkey
+                select(SUBMISSION_RESULTS.c.content_sha256).where(
+                    SUBMISSION_RESULTS.c.job_id == result.job_id,
+                    SUBMISSION_RESULTS.c.validator_hotkey == result.validator_hotkey,
                 )
             ).first()
             if stored is not None:
@@ -365,10 +361,10 @@ class SubmissionLedger:
                         f"submission {result.submission_id} was rejected at admission; no results"
                     )
                 result_id = connection.execute(
-                    insert(RESULTS).values(**values).returning(RESULTS.c.id)
+                    insert(SUBMISSION_RESULTS).values(**values).returning(SUBMISSION_RESULTS.c.id)
                 ).scalar_one()
                 connection.execute(
-                    insert(PROBLEMS), [{"result_id": result_id, **p.model_dump()} for p in problems]
+                    insert(PROBLEM_RESULTS), [{"result_id": result_id, **p.model_dump()} for p in problems]
                 )
                 scored = SubmissionEvent(
                     status="scored", actor=result.validator_hotkey, job_id=result.job_id, at=now
@@ -384,14 +380,18 @@ class SubmissionLedger:
 
     def _results(self, connection: Connection, submission_id: str) -> list[ResultView]:
         rows = connection.execute(
-            select(RESULTS).where(RESULTS.c.submission_id == submission_id).order_by(RESULTS.c.id)
+            select(SUBMISSION_RESULTS)
+            .where(SUBMISSION_RESULTS.c.submission_id == submission_id)
+            .order_by(SUBMISSION_RESULTS.c.id)
         ).all()
         if not rows:
             return []
         per_problem: dict[int, list[ProblemResultView]] = {row.id: [] for row in rows}
         fields = list(ProblemResultView.model_fields)
         for problem in connection.execute(
-            select(PROBLEMS).where(PROBLEMS.c.result_id.in_(list(per_problem))).order_by(PROBLEMS.c.id)
+            select(PROBLEM_RESULTS)
+            .where(PROBLEM_RESULTS.c.result_id.in_(list(per_problem)))
+            .order_by(PROBLEM_RESULTS.c.id)
         ):
             per_problem[problem.result_id].append(
                 ProblemResultView(**{name: getattr(problem, name) for name in fields})

@@ -16,10 +16,13 @@ from pydantic import BaseModel
 from sqlalchemy import func, select
 
 from shoparena.arena.arena import Arena
+from shoparena.arena.competition.job_source import CompetitionJobSource
 from shoparena.arena.db import as_utc
-from shoparena.arena.jobs.board import EVENTS, JOBS, LEASE_ENDS, LEASE_EVENTS, LEASES, SUBMISSIONS, JobBoard
+from shoparena.arena.jobs.board import JobBoard
+from shoparena.arena.jobs.leases import open_leases
 from shoparena.arena.ledger import latest_events
 from shoparena.arena.models import SubmissionStatus
+from shoparena.arena.tables import JOBS, SUBMISSION_EVENTS, SUBMISSIONS
 
 STATUSES: tuple[SubmissionStatus, ...] = ("queued", "running", "scored", "failed", "rejected")
 
@@ -83,7 +86,7 @@ class ArenaOverview(BaseModel):
 def arena_overview(
     arena: Arena, board: JobBoard | None = None, *, queue_limit: int = 10, failures_limit: int = 5
 ) -> ArenaOverview:
-    board = board or JobBoard(arena)
+    board = board or JobBoard(arena, source=CompetitionJobSource(arena.dir, arena.config))
     now = board.now()
     competition = board.competition_on()
     newest_race = None
@@ -106,18 +109,17 @@ def arena_overview(
         latest = latest_events()
         counts = dict(
             connection.execute(
-                select(EVENTS.c.status, func.count())
-                .join(latest, latest.c.event_id == EVENTS.c.id)
-                .group_by(EVENTS.c.status)
+                select(SUBMISSION_EVENTS.c.status, func.count())
+                .join(latest, latest.c.event_id == SUBMISSION_EVENTS.c.id)
+                .group_by(SUBMISSION_EVENTS.c.status)
             ).all()
         )
         waiting = board.candidates(connection, competition, limit=None)
-        ended = select(LEASE_EVENTS.c.lease_id).where(LEASE_EVENTS.c.kind.in_(LEASE_ENDS))
-        open_leases = JobBoard.leases(connection, LEASES.c.lease_id.not_in(ended))
+        unended = open_leases(connection)
         kinds = dict(
             connection.execute(
                 select(JOBS.c.job_id, JOBS.c.kind).where(
-                    JOBS.c.job_id.in_([lease.job_id for lease in open_leases])
+                    JOBS.c.job_id.in_([lease.job_id for lease in unended])
                 )
             ).all()
         )
@@ -126,13 +128,13 @@ def arena_overview(
                 SUBMISSIONS.c.submission_id,
                 SUBMISSIONS.c.miner_hotkey,
                 SUBMISSIONS.c.name,
-                EVENTS.c.created_at,
-                EVENTS.c.detail,
+                SUBMISSION_EVENTS.c.created_at,
+                SUBMISSION_EVENTS.c.detail,
             )
             .join(latest, latest.c.submission_id == SUBMISSIONS.c.submission_id)
-            .join(EVENTS, EVENTS.c.id == latest.c.event_id)
-            .where(EVENTS.c.status == "failed")
-            .order_by(EVENTS.c.id.desc())
+            .join(SUBMISSION_EVENTS, SUBMISSION_EVENTS.c.id == latest.c.event_id)
+            .where(SUBMISSION_EVENTS.c.status == "failed")
+            .order_by(SUBMISSION_EVENTS.c.id.desc())
             .limit(failures_limit)
         ).all()
         neurons = arena.metagraph.all(connection)
@@ -163,7 +165,7 @@ def arena_overview(
                 expires_at=as_utc(lease.expires_at),
                 seconds_left=(as_utc(lease.expires_at) - now).total_seconds(),
             )
-            for lease in open_leases
+            for lease in unended
         ],
         failures=[
             RecentFailure(

@@ -16,7 +16,8 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from shoparena.arena.competition.models import SEASON_SCHEMA, CompetitionConfig, Race, WeightVector
+from shoparena.arena.competition.models import SEASON_SCHEMA, Race, WeightVector
+from shoparena.arena.config import CompetitionConfig
 
 WALL_CLOCK_FIELDS = ("timing", "generated_at")
 

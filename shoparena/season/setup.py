@@ -23,8 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.arena import Arena, open_arena
 from shoparena.arena.auth.keys import KeyFile, keypair_from_seed, write_key_file
-from shoparena.arena.competition.models import CompetitionConfig
-from shoparena.arena.config import CONFIG_FILE, read_config
+from shoparena.arena.config import CONFIG_FILE, CompetitionConfig, read_config
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.ledger import CooldownPolicy
 from shoparena.arena.models import EvaluationSettings, JobPolicy

@@ -12,7 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from shoparena.arena.competition.models import CompetitionConfig, Race, RaceResult
+from shoparena.arena.competition.models import Race, RaceResult
+from shoparena.arena.config import CompetitionConfig
 from shoparena.eval.config import EvalConfig
 from shoparena.eval.runner import run_eval
 from shoparena.loop.layout import DISTILLED_MINER, LoopLayout

@@ -44,9 +44,11 @@ from shoparena.arena.arena import Arena
 from shoparena.arena.auth.audit import AuditRecord
 from shoparena.arena.auth.signing import HOTKEY_HEADER, NONCE_HEADER, body_sha256
 from shoparena.arena.auth.verify import Authenticator, AuthRefused, Identity
+from shoparena.arena.competition.job_source import CompetitionJobSource
 from shoparena.arena.competition.models import CompetitionReader
 from shoparena.arena.errors import ArenaError, JobRefused
 from shoparena.arena.jobs.board import JobBoard
+from shoparena.arena.jobs.intake import ResultIntake
 from shoparena.arena.ledger import CooldownActive
 from shoparena.arena.models import (
     LeaseRequest,
@@ -338,7 +340,8 @@ def create_app(
 
         return endpoint
 
-    board = JobBoard(arena, clock)
+    board = JobBoard(arena, clock, source=CompetitionJobSource(arena.dir, arena.config))
+    intake = ResultIntake(board)
 
     def parse_body(body: bytes, model: type[BaseModel]):
         try:
@@ -377,7 +380,7 @@ def create_app(
         return Outcome(Response(data, media_type="text/x-python; charset=utf-8", headers=headers))
 
     def result(identity: Identity, body: bytes) -> Outcome:
-        accepted, created = board.post(identity.hotkey, body)
+        accepted, created = intake.post(identity.hotkey, body)
         detail = f"job {accepted.result.job_id}: {'stored' if created else 'posted again, nothing new'}"
         return Outcome(json_response(accepted, 201 if created else 200), detail=detail)
 

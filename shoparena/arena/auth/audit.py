@@ -9,9 +9,7 @@ from pydantic import BaseModel
 from sqlalchemy import Engine, insert, select
 
 from shoparena.arena.db import writing
-from shoparena.arena.schema import AuditEntry
-
-AUDIT = AuditEntry.__table__
+from shoparena.arena.tables import AUDIT
 
 
 class AuditRecord(BaseModel):

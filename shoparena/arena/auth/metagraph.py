@@ -20,9 +20,7 @@ from shoparena.arena.auth.keys import canonical_hotkey
 from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.models import ROLES, NeuronInfo
-from shoparena.arena.schema import Neuron
-
-NEURONS = Neuron.__table__
+from shoparena.arena.tables import NEURONS
 
 
 class Metagraph:

@@ -40,9 +40,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, Table, func, select
 
-from shoparena.arena.schema import Neuron
+from shoparena.arena.tables import NEURONS
 
-NEURONS = Neuron.__table__
 NEURON_COLUMNS = (NEURONS.c.hotkey, NEURONS.c.role, NEURONS.c.stake, NEURONS.c.uid)
 """What the competition reads of a neuron (`RaceEngine._stakes`, `_uids`, `qualifiers`)."""
 NEURON_ROWS = select(*NEURON_COLUMNS).order_by(NEURONS.c.hotkey)

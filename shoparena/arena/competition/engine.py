@@ -26,32 +26,20 @@ from sqlalchemy import Connection, insert, select
 
 from shoparena.arena.arena import Arena
 from shoparena.arena.competition import rules
+from shoparena.arena.competition.job_source import CompetitionJobSource
 from shoparena.arena.competition.models import Race, RaceResult, ValidatorScore, WeightVector
 from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.jobs.board import JobBoard
-from shoparena.arena.schema import (
-    Job,
-    ProblemResult,
-    RaceEntry,
-    RaceEvent,
-    RaceOutcome,
-    Submission,
-    SubmissionResult,
-    WeightVectorRow,
-)
-from shoparena.arena.schema import Race as RaceRow
+from shoparena.arena.tables import JOBS, RACES, SUBMISSIONS
+from shoparena.arena.tables import PROBLEM_RESULTS as PROBLEMS
+from shoparena.arena.tables import RACE_ENTRIES as ENTRIES
+from shoparena.arena.tables import RACE_EVENTS as EVENTS
+from shoparena.arena.tables import RACE_OUTCOMES as OUTCOMES
+from shoparena.arena.tables import SUBMISSION_RESULTS as RESULTS
+from shoparena.arena.tables import WEIGHT_VECTORS as VECTORS
 
 log = logging.getLogger("shoparena.race")
-RACES = RaceRow.__table__
-EVENTS = RaceEvent.__table__
-ENTRIES = RaceEntry.__table__
-OUTCOMES = RaceOutcome.__table__
-VECTORS = WeightVectorRow.__table__
-JOBS = Job.__table__
-RESULTS = SubmissionResult.__table__
-PROBLEMS = ProblemResult.__table__
-SUBMISSIONS = Submission.__table__
 CLOSED = ("RACE_COMPLETE", "CANCELLED")
 MAX_TICK_STEPS = 4
 
@@ -111,7 +99,11 @@ class RaceEngine:
         self.engine = arena.store.engine
         self.config = arena.config.competition
         self.clock = clock
-        self.board = board or JobBoard(arena, clock=lambda: _as_datetime(self.clock()).timestamp())
+        self.board = board or JobBoard(
+            arena,
+            clock=lambda: _as_datetime(self.clock()).timestamp(),
+            source=CompetitionJobSource(arena.dir, arena.config),
+        )
         self._chain = chain
 
     def now(self, now: datetime | None = None) -> datetime:
@@ -282,16 +274,16 @@ class RaceEngine:
         """Fix the racers (each hotkey's latest qualified submission) and make their race jobs: the same
         problems for everyone, evaluated by every registered validator."""
         now = self.now(now)
-        fingerprint = self.board.fingerprint()
+        fingerprint = self.board.specs.inputs.fingerprint()
         with writing(self.engine) as connection:
             current = self._expect(connection, "QUALIFYING_OPEN")
             race = current.row
             racers = self.qualifiers(connection)
             for racer in racers:
-                spec = self.board.spec(
+                spec = self.board.specs.spec(
                     "race", racer.submission_id, list(race.problem_ids), fingerprint, race.race_id
                 )
-                self.board.insert_job(connection, spec, racer.submission_id, fingerprint, now)
+                self.board.specs.insert_job(connection, spec, racer.submission_id, fingerprint, now)
                 connection.execute(
                     insert(ENTRIES).values(
                         race_id=race.race_id,

@@ -18,54 +18,6 @@ ROTATION_SCHEMA = "shoparena.rotation/1"
 SEASON_SCHEMA = "shoparena.arena-season/1"
 
 
-class CompetitionConfig(BaseModel):
-    """Every knob of the competition, kept in `arena.json` under `competition` (defaults = SPEC §6)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    winner_share: float = Field(default=0.25, ge=0, le=1)
-    """Weight of the crowned agent."""
-    tail_share: float = Field(default=0.25, ge=0, le=1)
-    """Weight shared by ranks 2…K (K = ⌊N/2⌋) in proportion K−1, K−2, …, 1."""
-    burn_uid: int = Field(default=0, ge=0)
-    """Where every weight not earned goes."""
-    margin: float = Field(default=0.02, ge=0, le=1)
-    """Hysteresis: a challenger is promoted only when its race score beats the incumbent's by more."""
-    qualify_threshold: float = Field(default=0.2, ge=0, le=1)
-    """A submission qualifies when its final score on the open partition reaches this."""
-    race_problems: int = Field(default=20, ge=1)
-    """Problems drawn from the held-out partition for each race."""
-    race_cadence_s: int = Field(default=86400, ge=60)
-    """One race per period (default daily)."""
-    rotation_cadence_s: int = Field(default=7 * 86400, ge=60)
-    """How often the race bank is re-partitioned into open and held-out clusters."""
-    heldout_fraction: float = Field(default=0.5, gt=0, lt=1)
-    """Share of the race bank's clusters held out in each rotation."""
-    min_validators: int = Field(default=1, ge=1)
-    """A race with fewer reporting validators is CANCELLED."""
-    max_judge_failure_rate: float = Field(default=0.5, ge=0, le=1)
-    """A race whose share of failed judge calls is above this is CANCELLED."""
-    richness_share: float = Field(default=0.0, ge=0, le=1)
-    """Agentic-richness term (off by default): this share of the race score comes from the fraction of
-    tool calls whose verified origin is `llm`."""
-    kappa: float = Field(default=0.5, gt=0, lt=1)
-    """Yuma consensus: the stake-weighted quantile each miner's weights are clipped to."""
-    time_zone: str = "America/Los_Angeles"
-    """The embargo's clock: code is released at the next weekday `release_hour`:00 there."""
-    release_hour: int = Field(default=12, ge=0, le=23)
-    qualifying_problems: int | None = Field(default=None, ge=1)
-    """Problems of the open partition a qualifying run evaluates, drawn per submission from its id
-    (None: the whole open partition)."""
-    never_touch_suites: list[str] = Field(default_factory=lambda: ["v1", "v2", "v3"])
-    """Formal suites: never raced, never in a corpus' train or eval."""
-
-    @model_validator(mode="after")
-    def _shares(self) -> CompetitionConfig:
-        if self.winner_share + self.tail_share > 1 + 1e-12:
-            raise ValueError("winner_share + tail_share must not exceed 1")
-        return self
-
-
 class RotationManifest(BaseModel):
     """One period of the race bank: which leak clusters are open (qualifying) and which are held out
     (races). Frozen once written; `sha256` hashes its canonical JSON without `sha256` itself."""

@@ -23,18 +23,7 @@ from sqlalchemy import Connection, Table, func, select
 from shoparena.arena.arena import Arena
 from shoparena.arena.competition import rules
 from shoparena.arena.competition.cache import COMPUTE, HIT, CacheInfo, ReadCache, data_version
-from shoparena.arena.competition.engine import (
-    ENTRIES,
-    EVENTS,
-    JOBS,
-    OUTCOMES,
-    PROBLEMS,
-    RACES,
-    RESULTS,
-    SUBMISSIONS,
-    VECTORS,
-    RaceEngine,
-)
+from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.competition.models import (
     AgentDetail,
     BucketScore,
@@ -43,12 +32,23 @@ from shoparena.arena.competition.models import (
     RaceResult,
     WeightVector,
 )
+from shoparena.arena.tables import (
+    JOBS,
+    PROBLEM_RESULTS,
+    RACE_ENTRIES,
+    RACE_EVENTS,
+    RACE_OUTCOMES,
+    RACES,
+    SUBMISSION_RESULTS,
+    SUBMISSIONS,
+    WEIGHT_VECTORS,
+)
 
 AXES = ("title", "price", "service", "sku_attr", "knowledge")
 """The scorer's per-axis ratios in a record's score (None when a problem asks nothing of the axis)."""
-LEADERBOARD_TABLES = (SUBMISSIONS, JOBS, RESULTS, ENTRIES, OUTCOMES, VECTORS)
+LEADERBOARD_TABLES = (SUBMISSIONS, JOBS, SUBMISSION_RESULTS, RACE_ENTRIES, RACE_OUTCOMES, WEIGHT_VECTORS)
 """Every table `leaderboard` reads (besides the metagraph's `neurons`); all append-only."""
-RACES_TABLES = (RACES, EVENTS, OUTCOMES)
+RACES_TABLES = (RACES, RACE_EVENTS, RACE_OUTCOMES)
 """Every table `races` reads; all append-only."""
 CACHE_ENTRIES = 32
 MAX_CACHED_RACES = 200
@@ -122,7 +122,9 @@ class CompetitionView:
     # -- races -------------------------------------------------------------------------------------
 
     def _race(self, connection: Connection, row) -> Race:
-        outcome = connection.execute(select(OUTCOMES.c.race).where(OUTCOMES.c.race_id == row.race_id)).first()
+        outcome = connection.execute(
+            select(RACE_OUTCOMES.c.race).where(RACE_OUTCOMES.c.race_id == row.race_id)
+        ).first()
         if outcome is not None:
             return Race.model_validate(outcome.race)
         state = self.races_engine._state(connection, row).state
@@ -167,10 +169,10 @@ class CompetitionView:
 
     def _qualifying_results(self, connection: Connection) -> dict[str, list]:
         rows = connection.execute(
-            select(RESULTS)
-            .join(JOBS, JOBS.c.job_id == RESULTS.c.job_id)
+            select(SUBMISSION_RESULTS)
+            .join(JOBS, JOBS.c.job_id == SUBMISSION_RESULTS.c.job_id)
             .where(JOBS.c.kind == "qualifying")
-            .order_by(RESULTS.c.id)
+            .order_by(SUBMISSION_RESULTS.c.id)
         ).all()
         per: dict[str, list] = defaultdict(list)
         for row in rows:
@@ -213,15 +215,17 @@ class CompetitionView:
         weights = (latest or WeightVector(race_id=None, uids=[], weights=[])).as_dict()
         raced = Counter(
             connection.execute(
-                select(ENTRIES.c.hotkey).join(OUTCOMES, OUTCOMES.c.race_id == ENTRIES.c.race_id)
+                select(RACE_ENTRIES.c.hotkey).join(
+                    RACE_OUTCOMES, RACE_OUTCOMES.c.race_id == RACE_ENTRIES.c.race_id
+                )
             )
             .scalars()
             .all()
         )
         last = connection.execute(
-            select(OUTCOMES.c.race)
-            .where(OUTCOMES.c.state == "RACE_COMPLETE")
-            .order_by(OUTCOMES.c.id.desc())
+            select(RACE_OUTCOMES.c.race)
+            .where(RACE_OUTCOMES.c.state == "RACE_COMPLETE")
+            .order_by(RACE_OUTCOMES.c.id.desc())
             .limit(1)
         ).first()
         results = [RaceResult.model_validate(r) for r in (last.race["results"] if last else [])]
@@ -290,16 +294,16 @@ class CompetitionView:
         with self.db.connect() as connection:
             scores = engine.qualifying_scores(connection)
             race_rows = connection.execute(
-                select(OUTCOMES.c.race)
-                .join(ENTRIES, ENTRIES.c.race_id == OUTCOMES.c.race_id)
-                .where(ENTRIES.c.submission_id == submission_id)
-                .order_by(OUTCOMES.c.id)
+                select(RACE_OUTCOMES.c.race)
+                .join(RACE_ENTRIES, RACE_ENTRIES.c.race_id == RACE_OUTCOMES.c.race_id)
+                .where(RACE_ENTRIES.c.submission_id == submission_id)
+                .order_by(RACE_OUTCOMES.c.id)
             ).all()
             problems = connection.execute(
-                select(PROBLEMS)
-                .join(RESULTS, RESULTS.c.id == PROBLEMS.c.result_id)
-                .where(RESULTS.c.submission_id == submission_id)
-                .order_by(PROBLEMS.c.id)
+                select(PROBLEM_RESULTS)
+                .join(SUBMISSION_RESULTS, SUBMISSION_RESULTS.c.id == PROBLEM_RESULTS.c.result_id)
+                .where(SUBMISSION_RESULTS.c.submission_id == submission_id)
+                .order_by(PROBLEM_RESULTS.c.id)
             ).all()
             release = engine._release_of(connection, None, submission_id)
         race_scores = []

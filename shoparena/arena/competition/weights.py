@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from shoparena.arena.competition.models import CompetitionConfig, RaceResult, WeightVector
+from shoparena.arena.competition.models import RaceResult, WeightVector
+from shoparena.arena.config import CompetitionConfig
 
 
 class WeightsError(ValueError):

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.admission import Violation, check_submission
 from shoparena.arena.canonical import problem_outcome, result_scores
-from shoparena.arena.competition.models import CompetitionConfig
+from shoparena.arena.config import CompetitionConfig
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.models import EvaluationSettings, ProblemResultIn, ResultScores
 from shoparena.arena.participants.validator import SandboxBackend, evaluation_config

@@ -10,7 +10,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from shoparena.arena.canonical import canonical_record, problem_outcome
+from shoparena.arena.competition.job_source import CompetitionJobSource
 from shoparena.arena.jobs.board import JobBoard
+from shoparena.arena.jobs.intake import ResultIntake
 from shoparena.arena.models import JobOffer, ResultPost
 from shoparena.records.trajectory import TrajectoryRecord
 from tests.arena.conftest import Key, make_arena
@@ -44,7 +46,8 @@ class Racing:
         self.validators = validators
         self.records = {record.problem.problem_id: record for record in records}
         self.clock = SimClock()
-        self.board = JobBoard(arena, clock=self.clock)
+        self.board = JobBoard(arena, clock=self.clock, source=CompetitionJobSource(arena.dir, arena.config))
+        self.intake = ResultIntake(self.board)
         self.code = BENIGN_AGENT.read_text()
 
     def submit(self, miner: Key, name: str = "agent.py", tweak: str = "") -> str:
@@ -81,7 +84,7 @@ class Racing:
             outcomes=[problem_outcome(record) for record in records],
             records=records,
         )
-        self.board.post(validator.hotkey, post.model_dump_json().encode())
+        self.intake.post(validator.hotkey, post.model_dump_json().encode())
         return offer
 
     def drain(self, validators: list[Key] | None = None, outcome: Outcome | None = None) -> int:

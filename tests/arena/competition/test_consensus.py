@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shoparena.arena.competition.consensus import ConsensusError, weighted_quantile, yuma_consensus
-from shoparena.arena.competition.models import CompetitionConfig, RaceResult, WeightVector
+from shoparena.arena.competition.models import RaceResult, WeightVector
 from shoparena.arena.competition.weights import race_weights
+from shoparena.arena.config import CompetitionConfig
 
 T0 = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
 

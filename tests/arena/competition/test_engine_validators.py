@@ -87,8 +87,7 @@ def test_real_validators_qualify_and_race_two_miners(
 def _race_jobs(arena, race_id: str) -> list[str]:
     from sqlalchemy import select
 
-    from shoparena.arena.schema import Job
+    from shoparena.arena.tables import JOBS
 
-    jobs = Job.__table__
     with arena.store.engine.connect() as connection:
-        return list(connection.execute(select(jobs.c.job_id).where(jobs.c.race_id == race_id)).scalars())
+        return list(connection.execute(select(JOBS.c.job_id).where(JOBS.c.race_id == race_id)).scalars())

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoparena.arena.competition.models import CompetitionConfig, RaceResult
+from shoparena.arena.competition.models import RaceResult
 from shoparena.arena.competition.weights import WeightsError, race_weights, rank_results, tail_fractions
+from shoparena.arena.config import CompetitionConfig
 
 T0 = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
 CONFIG = CompetitionConfig()
