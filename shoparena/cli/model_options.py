@@ -18,7 +18,7 @@ import typer
 from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 
-from shoparena.eval.config import CliFlag
+from shoparena.records.options import CliFlag
 
 PLAIN_TYPES = (str, int, float, bool, Path)
 

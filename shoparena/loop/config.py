@@ -17,13 +17,13 @@ serve: {backend: vllm}
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.corpus import gates as corpus_gates
+from shoparena.records.options import ConfigError, ServeBackend, config_errors, read_config_file
 from shoparena.season.setup import SeasonSettings
-from shoparena.train.config import ConfigError, config_errors, read_config_file
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 TINY_PIPELINE = CONFIGS_DIR / "tiny" / "pipeline.yaml"
@@ -79,7 +79,7 @@ class ServePart(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["hf", "vllm"] = "hf"
+    backend: ServeBackend = "hf"
     """hf: a local OpenAI-compatible server over transformers (CPU or GPU); vllm: `vllm serve`."""
     max_new_tokens: int = Field(64, ge=1)
     """Cap on tokens per answer (the tiny model's answers are noise: keep turns short)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +27,7 @@ from shoparena.arena.config import CONFIG_FILE, read_config
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.ledger import CooldownPolicy
 from shoparena.arena.models import EvaluationSettings, JobPolicy
+from shoparena.records.options import SimilarityName
 from shoparena.season.clock import SEASON_EPOCH
 from shoparena.season.roster import FAVOURITE_SLOT
 
@@ -72,7 +72,7 @@ class SeasonSettings(BaseModel):
     """Tasks added to the race bank (each its own leak cluster)."""
     problem_timeout_s: float = Field(default=12.0, gt=0)
     step_cap: int | None = Field(default=None, ge=1)
-    similarity: Literal["minilm", "lexical"] = "lexical"
+    similarity: SimilarityName = "lexical"
     """Title similarity of the arena's strict scoring (new arenas). lexical keeps a small season fast
     on a CPU; minilm is the production choice (the arena's own default and SPEC §4's embeddings)."""
     sandbox: str = "auto"

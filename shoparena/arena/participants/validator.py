@@ -31,6 +31,7 @@ from shoparena.arena.canonical import canonical_record, problem_outcome
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.models import ArenaInfo, EvaluationSettings, JobOffer, ResultPost, ResultView
 from shoparena.arena.participants.client import ArenaClient, ArenaRefused
+from shoparena.records.options import SandboxBackend
 from shoparena.records.trajectory import SCORING_PIPELINE_VERSION, TrajectoryRecord
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from shoparena.problems.models import Problem
 
 log = logging.getLogger("shoparena.validator")
-SandboxBackend = Literal["bwrap", "container", "none"]
 AGENT_FILE = "agent.py"
 LOST_STATUSES = (403, 404, 409)
 """Answers to a heartbeat that mean the lease is gone for good (not ours, unknown, lapsed, ended)."""
