@@ -7,6 +7,9 @@ choice is added in one place and every config that offers it takes it. They live
 every stage, because the lowest users (`scoring.similarity`, `harness.tool_specs`) sit below all the
 configs that offer the choice, and none of this imports anything of ours.
 
+`fields_of` makes a model of some of a config's fields — a command's options, or a part of the loop's
+config that overrides a stage's defaults — without declaring them again.
+
 `CliFlag` is the metadata a config field carries when its command-line option is not simply
 `--field-name` of the field's own type (`cli.model_options` builds each command's options from the
 config models). `read_config_file` is how every `--config FILE` and loop config is read.
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 SimilarityName = Literal["minilm", "lexical"]
 """Title similarity of the scorer: minilm (the embeddings of SPEC §4, the arena's) or lexical (no model)."""
@@ -92,3 +96,31 @@ def config_errors(exc: ValidationError) -> str:
             message = "unknown key"
         parts.append(f"{key}: {message}" if key else message)
     return "; ".join(parts)
+
+
+def fields_of(
+    model: type[BaseModel],
+    *names: str | tuple[str, str],
+    name: str,
+    changes: dict[str, dict[str, Any]] | None = None,
+) -> type[BaseModel]:
+    """A model (`extra="forbid"`) of `model`'s fields `names`, in that order, each as `model` declares it
+    (type, bounds, default, description, `CliFlag`). A name may be `(new_name, field)` to offer `field`
+    under another name; `changes[new_name]` may replace its `default`, `description` or `flag` (a
+    `CliFlag`): a command's help says it in the command's words, the loop runs with its own defaults."""
+    fields: dict[str, Any] = {}
+    for entry in names:
+        option, source = entry if isinstance(entry, tuple) else (entry, entry)
+        info = model.model_fields[source]
+        change = dict((changes or {}).get(option, {}))
+        flag = change.pop("flag", None)
+        unknown = set(change) - {"default", "description"}
+        if unknown:
+            raise TypeError(f"fields_of({model.__name__}): cannot change {sorted(unknown)} of {option}")
+        copy = FieldInfo.merge_field_infos(info, **change)
+        if "default" in change:
+            copy.default_factory = None
+        if flag is not None:
+            copy.metadata = [m for m in copy.metadata if not isinstance(m, CliFlag)] + [flag]
+        fields[option] = (info.annotation, copy)
+    return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
