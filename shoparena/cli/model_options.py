@@ -12,7 +12,7 @@ import inspect
 import types
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import typer
 from pydantic import BaseModel, SecretStr, ValidationError
@@ -72,23 +72,30 @@ def _parameter(model: type[BaseModel], name: str, info: FieldInfo) -> inspect.Pa
     )
 
 
+def _parameters(source: type[BaseModel] | Callable[..., Any]) -> list[inspect.Parameter]:
+    if isinstance(source, type) and issubclass(source, BaseModel):
+        excluded = getattr(source, "cli_exclude", ())
+        return [_parameter(source, f, info) for f, info in source.model_fields.items() if f not in excluded]
+    hints = get_type_hints(source, include_extras=True)
+    return [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints[p.name])
+        for p in inspect.signature(source).parameters.values()
+    ]
+
+
 def command_from_models(
     app: typer.Typer,
     name: str,
-    models: Iterable[type[BaseModel]],
+    models: Iterable[type[BaseModel] | Callable[..., Any]],
     body: Callable[..., None],
     doc: str,
     order: Sequence[str] | None = None,
 ) -> None:
     """Register `name` on `app` with one option per field of `models` (but a model's `cli_exclude`), in
     order or in the given `order` of field names; `body(**values)` gets every value (None where an
-    optional option was not given)."""
-    parameters = [
-        _parameter(m, field, info)
-        for m in models
-        for field, info in m.model_fields.items()
-        if field not in getattr(m, "cli_exclude", ())
-    ]
+    optional option was not given). A function among `models` brings the Typer options of its
+    signature (options several commands share, declared once as `Annotated` aliases)."""
+    parameters = [parameter for source in models for parameter in _parameters(source)]
     if order is not None:
         by_name = {p.name: p for p in parameters}
         if sorted(by_name) != sorted(order):
