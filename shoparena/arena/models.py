@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shoparena.admission import Violation
+from shoparena.records.options import Profile, SimilarityName
 from shoparena.records.trajectory import TrajectoryRecord
 
 Role = Literal["miner", "validator"]
@@ -204,8 +205,8 @@ class EvaluationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: Literal["strict"] = "strict"
-    similarity: Literal["minilm", "lexical"] = "minilm"
-    profile: Literal["upstream4", "oro7", "full"] = "oro7"
+    similarity: SimilarityName = "minilm"
+    profile: Profile = "oro7"
     step_cap: int | None = Field(default=None, ge=1)
     timeout_s: float = Field(default=300.0, gt=0, le=3600, allow_inf_nan=False)
     """Wall clock per problem; past it the episode fails as a timeout."""

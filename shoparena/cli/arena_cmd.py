@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.table import Table
 
+from shoparena.arena.config import ArenaConfig
+from shoparena.arena.ledger import CooldownPolicy
+from shoparena.arena.models import EvaluationSettings, JobPolicy
 from shoparena.cli import (
     arena_bank_cmd,
     arena_chain_cmd,
@@ -18,6 +22,8 @@ from shoparena.cli import (
     arena_status_cmd,
 )
 from shoparena.cli.common import console, fail, print_json, say, say_err
+from shoparena.cli.model_options import command_from_models, model_values
+from shoparena.records.options import CliFlag, fields_of
 
 arena_app = typer.Typer(
     name="arena",
@@ -44,109 +50,140 @@ def _open(arena_dir: Path, **options):
         raise fail(str(exc)) from None
 
 
-@arena_app.command("init")
-def init_cmd(
-    arena_dir: Annotated[
-        Path, typer.Option("--dir", help="The arena directory to make (created if missing).")
-    ],
-    catalog: Annotated[Path, typer.Option("--catalog", help="A built catalogue directory.")],
-    problems: Annotated[Path, typer.Option("--problems", help="The problem bank (any problem file format).")],
-    store: Annotated[
-        str | None,
-        typer.Option(
-            "--store",
-            help="Database for the arena's state and the trajectory store \\[default: arena.db in --dir]; postgresql://… for PostgreSQL.",
-            show_default=False,
-        ),
-    ] = None,
-    code_store: Annotated[
-        str | None,
-        typer.Option(
-            "--code-store",
-            help="Where code goes \\[default: code/ in --dir]; s3://BUCKET/PREFIX[?endpoint=URL].",
-            show_default=False,
-        ),
-    ] = None,
-    nonce_store: Annotated[
-        str | None,
-        typer.Option(
-            "--nonce-store", help="`sqlite` (nonces.db in --dir) or redis://host:port/db.", show_default=False
-        ),
-    ] = None,
-    skew_s: Annotated[
-        int, typer.Option("--skew-s", min=1, help="Allowed clock skew of signed requests (s).")
-    ] = 60,
-    cooldown_s: Annotated[
-        int,
-        typer.Option(
-            "--cooldown-s", min=0, help="Cooldown after an admitted or integrity-rejected submission (s)."
-        ),
-    ] = 12 * 3600,
-    security_cooldown_s: Annotated[
-        int, typer.Option("--security-cooldown-s", min=0, help="Cooldown after a security rejection (s).")
-    ] = 3600,
-    format_cooldown_s: Annotated[
-        int, typer.Option("--format-cooldown-s", min=0, help="Cooldown after a format-only rejection (s).")
-    ] = 300,
-    lease_s: Annotated[
-        int,
-        typer.Option(
-            "--lease-s",
-            min=2,
-            help="A validator's claim on a job lives this long unless heartbeats renew it (s).",
-        ),
-    ] = 300,
-    validators_per_submission: Annotated[
-        int,
-        typer.Option(
-            "--validators-per-submission", min=1, help="How many validators evaluate each submission."
-        ),
-    ] = 1,
-    max_lapses: Annotated[
-        int,
-        typer.Option("--max-lapses", min=1, help="Lapsed leases without a result before a submission fails."),
-    ] = 3,
-    similarity: Annotated[
-        str, typer.Option("--similarity", help="Title similarity validators score with: minilm or lexical.")
-    ] = "minilm",
-    problem_timeout_s: Annotated[
-        float, typer.Option("--problem-timeout-s", min=1, help="Wall clock per problem of a job (s).")
-    ] = 300.0,
-) -> None:
-    """Make an arena directory: config, state database (+ trajectory store), code storage.
+class ArenaInitPaths(BaseModel):
+    """What `arena init` makes an arena of (checked and recorded with their sha256 by `init_arena`)."""
 
-    Examples:
-      shoparena arena init --dir arena --catalog cat --problems bank.jsonl --similarity lexical
-      shoparena arena init --dir arena --catalog cat --problems bank.jsonl --cooldown-s 3600 --validators-per-submission 2
-    """
-    from pydantic import ValidationError
+    model_config = ConfigDict(extra="forbid")
 
-    from shoparena.arena import ArenaError, CooldownPolicy, init_arena
-    from shoparena.arena.models import EvaluationSettings, JobPolicy
+    arena_dir: Annotated[Path, CliFlag(flag="--dir")] = Field(
+        description="The arena directory to make (created if missing)."
+    )
+    catalog: Path = Field(description="A built catalogue directory.")
+    problems: Path = Field(description="The problem bank (any problem file format).")
 
-    cooldown = CooldownPolicy(full_s=cooldown_s, security_s=security_cooldown_s, format_s=format_cooldown_s)
+
+def _arena_part(
+    model: type[BaseModel], part: str, options: dict[str, tuple[str, str, CliFlag]]
+) -> type[BaseModel]:
+    """`model`'s fields as `arena init` options: option name → (field, help, flag)."""
+    return fields_of(
+        model,
+        *((option, field) for option, (field, _, _) in options.items()),
+        name=f"ArenaInit{part}",
+        changes={
+            option: {"description": text, "flag": flag, **({"default": None} if option in STORES else {})}
+            for option, (_, text, flag) in options.items()
+        },
+    )
+
+
+STORES = ("store", "code_store", "nonce_store")
+"""Unset, the arena's defaults apply (`new_config`: in the arena directory), so these default to None."""
+INIT_PARTS: dict[str, tuple[type[BaseModel], dict[str, tuple[str, str, CliFlag]]]] = {
+    "stores": (
+        ArenaConfig,
+        {
+            "store": (
+                "store",
+                "Database for the arena's state and the trajectory store \\[default: arena.db in --dir]; "
+                "postgresql://… for PostgreSQL.",
+                CliFlag(),
+            ),
+            "code_store": (
+                "code_store",
+                "Where code goes \\[default: code/ in --dir]; s3://BUCKET/PREFIX[?endpoint=URL].",
+                CliFlag(),
+            ),
+            "nonce_store": (
+                "nonce_store",
+                "`sqlite` (nonces.db in --dir) or redis://host:port/db.",
+                CliFlag(),
+            ),
+            "skew_s": ("skew_s", "Allowed clock skew of signed requests (s).", CliFlag(min=1)),
+        },
+    ),
+    "cooldown": (
+        CooldownPolicy,
+        {
+            "cooldown_s": (
+                "full_s",
+                "Cooldown after an admitted or integrity-rejected submission (s).",
+                CliFlag(min=0),
+            ),
+            "security_cooldown_s": ("security_s", "Cooldown after a security rejection (s).", CliFlag(min=0)),
+            "format_cooldown_s": ("format_s", "Cooldown after a format-only rejection (s).", CliFlag(min=0)),
+        },
+    ),
+    "jobs": (
+        JobPolicy,
+        {
+            "lease_s": (
+                "lease_s",
+                "A validator's claim on a job lives this long unless heartbeats renew it (s).",
+                CliFlag(min=2),
+            ),
+            "validators_per_submission": (
+                "validators_per_submission",
+                "How many validators evaluate each submission.",
+                CliFlag(min=1),
+            ),
+            "max_lapses": (
+                "max_lapses",
+                "Lapsed leases without a result before a submission fails.",
+                CliFlag(min=1),
+            ),
+        },
+    ),
+    "evaluation": (
+        EvaluationSettings,
+        {
+            "similarity": (
+                "similarity",
+                "Title similarity validators score with: minilm or lexical.",
+                CliFlag(type=str),
+            ),
+            "problem_timeout_s": ("timeout_s", "Wall clock per problem of a job (s).", CliFlag(min=1)),
+        },
+    ),
+}
+"""Each `arena init` option is a field of the arena's config or of one of its parts (the field gives its
+type, default and bounds; the command its help and the range click shows)."""
+INIT_OPTIONS = [
+    _arena_part(model, part.capitalize(), options) for part, (model, options) in INIT_PARTS.items()
+]
+INIT_HELP = """Make an arena directory: config, state database (+ trajectory store), code storage.
+
+Examples:
+  shoparena arena init --dir arena --catalog cat --problems bank.jsonl --similarity lexical
+  shoparena arena init --dir arena --catalog cat --problems bank.jsonl --cooldown-s 3600 --validators-per-submission 2
+"""
+
+
+def _init_part(part: str, values: dict[str, Any]) -> BaseModel:
+    model, options = INIT_PARTS[part]
+    given = {field: values[option] for option, (field, _, _) in options.items() if values[option] is not None}
     try:
-        jobs = JobPolicy(
-            lease_s=lease_s, validators_per_submission=validators_per_submission, max_lapses=max_lapses
-        )
-        evaluation = EvaluationSettings(similarity=similarity, timeout_s=problem_timeout_s)
+        return model(**given)
     except ValidationError as exc:
-        flags = {"timeout_s": "--problem-timeout-s"}
+        flags = {field: "--" + option.replace("_", "-") for option, (field, _, _) in options.items()}
         raise fail(
-            "; ".join(
-                f"{flags.get(str(e['loc'][0]), '--' + str(e['loc'][0]).replace('_', '-'))}: {e['msg']}"
-                for e in exc.errors()
-            )
+            "; ".join(f"{flags.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in exc.errors())
         ) from None
+
+
+def init_command(**values: Any) -> None:
+    from shoparena.arena import ArenaError, init_arena
+
+    paths = ArenaInitPaths(**model_values(ArenaInitPaths, values))
+    cooldown, jobs, evaluation = (_init_part(part, values) for part in ("cooldown", "jobs", "evaluation"))
+    stores = {name: values[name] for name in STORES}
     try:
         arena = init_arena(
-            arena_dir,
-            catalog,
-            problems,
-            store=store,
-            code_store=code_store,
-            nonce_store=nonce_store,
-            skew_s=skew_s,
+            paths.arena_dir,
+            paths.catalog,
+            paths.problems,
+            **stores,
+            skew_s=values["skew_s"],
             cooldown=cooldown,
             jobs=jobs,
             evaluation=evaluation,
@@ -155,9 +192,12 @@ def init_cmd(
         raise fail(str(exc)) from None
     with arena:
         config = arena.config
-        say(f"arena {arena_dir}: {config.problems_count} problems, state {arena.store.url}")
+        say(f"arena {paths.arena_dir}: {config.problems_count} problems, state {arena.store.url}")
         say(f"code store {arena.code.url}, nonce store {config.nonce_store}")
-        say(f"next: `shoparena arena register --dir {arena_dir} --hotkey SS58 --role miner`")
+        say(f"next: `shoparena arena register --dir {paths.arena_dir} --hotkey SS58 --role miner`")
+
+
+command_from_models(arena_app, "init", (ArenaInitPaths, *INIT_OPTIONS), init_command, INIT_HELP)
 
 
 @arena_app.command("register")

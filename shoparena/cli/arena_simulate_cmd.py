@@ -7,11 +7,15 @@ day and writes the season file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, get_args
+from typing import Annotated, Any, get_args
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.cli.common import console, fail, say, say_err
+from shoparena.cli.model_options import command_from_models, model_values
+from shoparena.records.options import CliFlag, SandboxBackend, SimilarityName
+from shoparena.season.setup import SeasonSettings
 
 HELP = """Play a competition season on a simulated clock, through the real arena.
 
@@ -56,121 +60,95 @@ def submissions(day) -> str:
     return line
 
 
-def register(arena_app: typer.Typer) -> None:
-    @arena_app.command("simulate", help=HELP)
-    def simulate(
-        arena_dir: Annotated[
-            Path,
-            typer.Option(
-                "--dir", help="The season's arena: a new or empty directory, or one a season made before."
-            ),
-        ],
-        json_out: Annotated[Path, typer.Option("--json", help="Where to write the season file.")],
-        miners: Annotated[
-            int, typer.Option("--miners", min=1, max=12, help="First N miners of the roster.")
-        ] = 12,
-        validators: Annotated[
-            int, typer.Option("--validators", min=1, max=16, help="Validators (the last one is dishonest).")
-        ] = 3,
-        days: Annotated[int, typer.Option("--days", min=1, max=60, help="Days (one race each).")] = 5,
-        seed: Annotated[
-            int, typer.Option("--seed", help="Season seed: keys, catalogue, problems, races.")
-        ] = 0,
-        sandbox: Annotated[
-            str,
-            typer.Option(
-                "--sandbox", help="bwrap, container, none, or auto (bwrap when it runs here, else none)."
-            ),
-        ] = "auto",
-        timeout_s: Annotated[
-            float, typer.Option("--problem-timeout-s", min=1.0, help="Wall clock per problem (new arenas).")
-        ] = 12.0,
-        workers: Annotated[
-            int, typer.Option("--workers", min=1, help="Problems each validator runs at once.")
-        ] = 1,
-        race_problems: Annotated[
-            int, typer.Option("--race-problems", min=1, help="Problems per race (new arenas).")
-        ] = 3,
-        qualifying_problems: Annotated[
-            int,
-            typer.Option("--qualifying-problems", min=1, help="Problems per qualifying run (new arenas)."),
-        ] = 3,
-        qualify_threshold: Annotated[
-            float,
-            typer.Option(
-                "--qualify-threshold", min=0.0, max=1.0, help="Qualifying score needed to race (new arenas)."
-            ),
-        ] = 0.1,
-        similarity: Annotated[
-            str,
-            typer.Option(
-                "--similarity",
-                help="Title similarity of strict scoring (new arenas): lexical (fast) or minilm (production).",
-            ),
-        ] = "lexical",
-        honest: Annotated[
-            bool, typer.Option("--all-honest", help="No dishonest validator.", show_default=False)
-        ] = False,
-    ) -> None:
-        from pydantic import ValidationError
+class SimulateCommandOptions(BaseModel):
+    """The command's own options, beside the season's (`SeasonSettings`)."""
 
-        from shoparena.arena import ArenaError
-        from shoparena.season.driver import Season
-        from shoparena.season.seasonfile import DayProgress
-        from shoparena.season.setup import SeasonSettings
+    model_config = ConfigDict(extra="forbid")
 
-        if sandbox not in ("auto", "bwrap", "container", "none"):
-            raise fail(f"--sandbox {sandbox!r}: use auto, bwrap, container or none")
-        if similarity not in get_args(SeasonSettings.model_fields["similarity"].annotation):
-            raise fail(f"--similarity {similarity!r}: use lexical or minilm")
-        try:
-            settings = SeasonSettings(
-                miners=miners,
-                validators=validators,
-                days=days,
-                seed=seed,
-                sandbox=sandbox,
-                problem_timeout_s=timeout_s,
-                workers=workers,
-                race_problems=race_problems,
-                qualifying_problems=qualifying_problems,
-                dishonest=not honest,
-                qualify_threshold=qualify_threshold,
-                similarity=similarity,
-            )
-        except ValidationError as exc:
-            raise fail(f"season settings: {exc}") from None
+    arena_dir: Annotated[Path, CliFlag(flag="--dir")] = Field(
+        description="The season's arena: a new or empty directory, or one a season made before."
+    )
+    json_out: Annotated[Path, CliFlag(flag="--json")] = Field(description="Where to write the season file.")
+    all_honest: Annotated[bool, CliFlag(show_default=False)] = Field(
+        False, description="No dishonest validator."
+    )
 
-        def show(day: DayProgress) -> None:
-            crown = f"crown {day.winner[:10]}…" if day.winner else "no crown"
-            say_err(
-                f"day {day.day}/{days} · {day.race_id} {day.state} · {submissions(day)} · jobs "
-                f"{day.qualifying_jobs} qualifying + {day.race_jobs} race · {day.episodes} episodes · "
-                f"{crown}{' (promoted)' if day.promoted else ''} · {day.wall_s:.1f}s"
-            )
 
-        with console.status(
-            f"season of {miners} miners × {validators} validators × {days} days in {arena_dir}"
-        ):
-            try:
-                season = Season(arena_dir, settings, progress=show).run()
-            except ArenaError as exc:
-                raise fail(str(exc)) from None
-        season.write(json_out)
-        timing = season.timing
-        liar = season.dishonest
-        say(
-            f"wrote {json_out}: {len(season.submissions)} submissions, {len(season.races)} races, "
-            f"{len(season.weights)} weight vectors"
-            + (
-                f"; {timing.episodes} episodes in {timing.wall_s:.0f}s ({timing.episodes_per_s:.2f}/s)"
-                if timing
-                else ""
-            )
+SIMULATE_ORDER = (
+    "arena_dir",
+    "json_out",
+    "miners",
+    "validators",
+    "days",
+    "seed",
+    "sandbox",
+    "problem_timeout_s",
+    "workers",
+    "race_problems",
+    "qualifying_problems",
+    "qualify_threshold",
+    "similarity",
+    "all_honest",
+)
+
+
+def simulate_command(**values: Any) -> None:
+    from shoparena.arena import ArenaError
+    from shoparena.season.driver import Season
+    from shoparena.season.seasonfile import DayProgress
+
+    command = SimulateCommandOptions(**model_values(SimulateCommandOptions, values))
+    if values["sandbox"] not in ("auto", *get_args(SandboxBackend)):
+        raise fail(f"--sandbox {values['sandbox']!r}: use auto, bwrap, container or none")
+    if values["similarity"] not in get_args(SimilarityName):
+        raise fail(f"--similarity {values['similarity']!r}: use lexical or minilm")
+    try:
+        settings = SeasonSettings(**model_values(SeasonSettings, values), dishonest=not command.all_honest)
+    except ValidationError as exc:
+        raise fail(f"season settings: {exc}") from None
+    arena_dir, json_out, days = command.arena_dir, command.json_out, settings.days
+
+    def show(day: DayProgress) -> None:
+        crown = f"crown {day.winner[:10]}…" if day.winner else "no crown"
+        say_err(
+            f"day {day.day}/{days} · {day.race_id} {day.state} · {submissions(day)} · jobs "
+            f"{day.qualifying_jobs} qualifying + {day.race_jobs} race · {day.episodes} episodes · "
+            f"{crown}{' (promoted)' if day.promoted else ''} · {day.wall_s:.1f}s"
         )
-        if liar is not None:
-            say(
-                f"dishonest validator {liar.validator_hotkey[:10]}… lied {liar.lies} times for "
-                f"{liar.favourite_miner}; favourite gained nothing: {liar.gained_nothing}"
-            )
-        say(f"leaderboard: shoparena arena serve --dir {arena_dir}  →  http://127.0.0.1:8742/")
+
+    with console.status(
+        f"season of {settings.miners} miners × {settings.validators} validators × {days} days in {arena_dir}"
+    ):
+        try:
+            season = Season(arena_dir, settings, progress=show).run()
+        except ArenaError as exc:
+            raise fail(str(exc)) from None
+    season.write(json_out)
+    timing = season.timing
+    liar = season.dishonest
+    say(
+        f"wrote {json_out}: {len(season.submissions)} submissions, {len(season.races)} races, "
+        f"{len(season.weights)} weight vectors"
+        + (
+            f"; {timing.episodes} episodes in {timing.wall_s:.0f}s ({timing.episodes_per_s:.2f}/s)"
+            if timing
+            else ""
+        )
+    )
+    if liar is not None:
+        say(
+            f"dishonest validator {liar.validator_hotkey[:10]}… lied {liar.lies} times for "
+            f"{liar.favourite_miner}; favourite gained nothing: {liar.gained_nothing}"
+        )
+    say(f"leaderboard: shoparena arena serve --dir {arena_dir}  →  http://127.0.0.1:8742/")
+
+
+def register(arena_app: typer.Typer) -> None:
+    command_from_models(
+        arena_app,
+        "simulate",
+        (SimulateCommandOptions, SeasonSettings),
+        simulate_command,
+        HELP,
+        SIMULATE_ORDER,
+    )

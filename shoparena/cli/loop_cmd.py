@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         quiet_libraries()
         from shoparena.loop.config import LoopConfig
         from shoparena.loop.runner import LoopError, run_loop
-        from shoparena.train.config import ConfigError
+        from shoparena.records.options import ConfigError
 
         try:
             loaded = LoopConfig.from_file(config)

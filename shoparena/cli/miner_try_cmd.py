@@ -5,14 +5,16 @@ the score against the qualifying threshold)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.table import Table
 
-from shoparena.arena.participants.tryout import PRACTICE_PROBLEMS
+from shoparena.arena.participants.tryout import TryoutSettings
 from shoparena.cli.common import console, fail, print_json, say
-from shoparena.cli.validator_cmd import InferenceModelsOption
+from shoparena.cli.model_options import command_from_models, model_values
+from shoparena.records.options import CliFlag, SimilarityName
 
 SEASON_MINERS = Path(__file__).resolve().parents[1] / "season" / "miners"
 TEMPLATES = {
@@ -103,184 +105,143 @@ def register(miner_app: typer.Typer) -> None:
         say(f"wrote {agent} (the {template} template, from {source.name})")
         say(f"next: `shoparena miner try {agent}`, then `shoparena miner submit --key miner.json {agent}`")
 
-    @miner_app.command("try")
-    def try_cmd(
-        agent: Annotated[Path, typer.Argument(help="The agent file you would submit.")],
-        out: Annotated[
-            Path,
-            typer.Option(
-                "--out",
-                help="Runs go to OUT/<the code's sha256, 12 digits>/, the practice set to OUT/practice.",
-            ),
-        ] = Path("miner-try"),
-        arena_dir: Annotated[
-            Path | None,
-            typer.Option(
-                "--arena-dir",
-                help="An arena directory (the operator's): its evaluation settings, qualifying threshold "
-                "and, unless --problems is given, its catalogue and bank.",
-                show_default=False,
-            ),
-        ] = None,
-        catalog: Annotated[
-            Path | None,
-            typer.Option("--catalog", help="The catalogue --problems was made on.", show_default=False),
-        ] = None,
-        problems: Annotated[
-            Path | None,
-            typer.Option(
-                "--problems",
-                help="Problems to run \\[default: a practice set of generated problems on a generated "
-                "catalogue, made once under OUT/practice].",
-                show_default=False,
-            ),
-        ] = None,
-        practice_problems: Annotated[
-            int, typer.Option("--practice-problems", help="Size of the practice set.")
-        ] = PRACTICE_PROBLEMS,
-        limit: Annotated[
-            int | None,
-            typer.Option("--limit", help="Only the first N problems.", show_default=False),
-        ] = None,
-        similarity: Annotated[
-            str | None,
-            typer.Option(
-                "--similarity",
-                help="Title similarity, minilm or lexical \\[default: the arena's: minilm].",
-                show_default=False,
-            ),
-        ] = None,
-        judge: Annotated[
-            str,
-            typer.Option(
-                "--judge",
-                help="offline (rules, no model) or openai:MODEL (at $OPENAI_BASE_URL, key $OPENAI_API_KEY).",
-            ),
-        ] = "offline",
-        sandbox: Annotated[
-            str,
-            typer.Option(
-                "--sandbox",
-                help="bwrap (as validators run it), container, or none (no isolation: your own code only).",
-            ),
-        ] = "bwrap",
-        workers: Annotated[int, typer.Option("--workers", help="Problems run in parallel.")] = 1,
-        inference_models: InferenceModelsOption = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    ) -> None:
-        """See what the arena would make of AGENT.py before you submit it: admission, then the
-        validators' evaluation in the sandbox, the judge and the score against the qualifying threshold.
+    command_from_models(
+        miner_app, "try", (TryCommandOptions, TryoutSettings), try_command, TRY_HELP, order=TRY_ORDER
+    )
 
-        It runs the arena's own parts: the static analysis `miner submit` would meet, the evaluation
-        settings validators use (production-strict scoring, oro7 tools, 300 s a problem), the offline
-        reference models behind the inference proxy, the offline judge, the ledger's final score
-        (success rate × judge coefficient) and the competition's threshold (0.2 unless --arena-dir
-        says otherwise). Only the problems differ: the arena qualifies on a bank you never see, so the
-        default is a practice set generated on a generated catalogue (12 problems, made once).
 
-        A run is kept under OUT/ by the code's sha256: trying the same bytes again reprints it, and an
-        interrupted run resumes. Exit status: 0 would qualify, 1 admission rejects the file, 3 it runs
-        but scores under the threshold, 2 usage errors.
+class TryCommandOptions(BaseModel):
+    """The command's own options, beside the tryout's (`TryoutSettings`): the file, where the arena's
+    settings come from, and how the report is shown."""
 
-        Examples:
-          shoparena miner try agent.py
-          shoparena miner try agent.py --limit 3 --similarity lexical
-          shoparena miner try agent.py --catalog cat/ --problems suite.jsonl --workers 2
-          shoparena miner try agent.py --arena-dir arena/ --json
-          shoparena miner try agent.py --inference-models "qwen=http://127.0.0.1:8000/v1#Qwen/Qwen3-4B"
-        """
-        from pydantic import ValidationError
+    model_config = ConfigDict(extra="forbid")
 
-        from shoparena.agents.base import AgentSpecError
-        from shoparena.agents.miner.file_agent import parse_models
-        from shoparena.arena.errors import ArenaError
-        from shoparena.arena.models import EvaluationSettings
-        from shoparena.arena.participants.tryout import (
-            TryoutSettings,
-            admission,
-            arena_settings,
-            evaluate,
-            problem_source,
+    agent: Annotated[Path, CliFlag(argument=True)] = Field(description="The agent file you would submit.")
+    arena_dir: Path | None = Field(
+        None,
+        description="An arena directory (the operator's): its evaluation settings, qualifying threshold "
+        "and, unless --problems is given, its catalogue and bank.",
+    )
+    similarity: Annotated[SimilarityName | None, CliFlag(type=str)] = Field(
+        None, description="Title similarity, minilm or lexical \\[default: the arena's: minilm]."
+    )
+    as_json: Annotated[bool, CliFlag(flag="--json")] = Field(False, description="Print the report as JSON.")
+
+
+TRY_ORDER = (
+    "agent",
+    "out",
+    "arena_dir",
+    "catalog",
+    "problems",
+    "practice_problems",
+    "limit",
+    "similarity",
+    "judge",
+    "sandbox",
+    "workers",
+    "inference_models",
+    "as_json",
+)
+TRY_HELP = """See what the arena would make of AGENT.py before you submit it: admission, then the
+validators' evaluation in the sandbox, the judge and the score against the qualifying threshold.
+
+It runs the arena's own parts: the static analysis `miner submit` would meet, the evaluation
+settings validators use (production-strict scoring, oro7 tools, 300 s a problem), the offline
+reference models behind the inference proxy, the offline judge, the ledger's final score
+(success rate × judge coefficient) and the competition's threshold (0.2 unless --arena-dir
+says otherwise). Only the problems differ: the arena qualifies on a bank you never see, so the
+default is a practice set generated on a generated catalogue (12 problems, made once).
+
+A run is kept under OUT/ by the code's sha256: trying the same bytes again reprints it, and an
+interrupted run resumes. Exit status: 0 would qualify, 1 admission rejects the file, 3 it runs
+but scores under the threshold, 2 usage errors.
+
+Examples:
+  shoparena miner try agent.py
+  shoparena miner try agent.py --limit 3 --similarity lexical
+  shoparena miner try agent.py --catalog cat/ --problems suite.jsonl --workers 2
+  shoparena miner try agent.py --arena-dir arena/ --json
+  shoparena miner try agent.py --inference-models "qwen=http://127.0.0.1:8000/v1#Qwen/Qwen3-4B"
+"""
+
+
+def tryout_settings(values: dict[str, Any]) -> tuple[TryCommandOptions, TryoutSettings]:
+    """The command's options and the tryout's settings (the arena directory's, then the similarity,
+    on top); exits with one line on a bad value."""
+    from shoparena.agents.base import AgentSpecError
+    from shoparena.agents.miner.file_agent import parse_models
+    from shoparena.arena.errors import ArenaError
+    from shoparena.arena.models import EvaluationSettings
+    from shoparena.arena.participants.tryout import arena_settings
+
+    try:
+        models = parse_models(values["inference_models"]) if values["inference_models"] else None
+    except AgentSpecError as exc:
+        raise fail(f"--inference-models: {exc}") from None
+    try:
+        command = TryCommandOptions(**model_values(TryCommandOptions, values))
+        settings = TryoutSettings(**{**model_values(TryoutSettings, values), "inference_models": models})
+        if command.arena_dir is not None:
+            settings = arena_settings(command.arena_dir, settings)
+        if command.similarity is not None:
+            evaluation = EvaluationSettings.model_validate(
+                {**settings.evaluation.model_dump(), "similarity": command.similarity}
+            )
+            settings = settings.model_copy(update={"evaluation": evaluation})
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise fail(f"{where}: {problem['msg']}") from None
+    except ArenaError as exc:
+        raise fail(str(exc)) from None
+    return command, settings
+
+
+def try_command(**values: Any) -> None:
+    from shoparena.arena.errors import ArenaError
+    from shoparena.arena.participants.tryout import try_agent
+    from shoparena.cli.arena_cmd import print_violations
+    from shoparena.cli.common import quiet_libraries
+    from shoparena.cli.eval_cmd import live_progress
+
+    quiet_libraries()
+    command, settings = tryout_settings(values)
+    agent, as_json = command.agent, command.as_json
+    try:
+        report = try_agent(
+            agent, settings, progress=lambda: live_progress(not as_json), say=None if as_json else say
         )
-        from shoparena.cli.arena_cmd import print_violations
-        from shoparena.cli.common import quiet_libraries
-        from shoparena.cli.eval_cmd import live_progress
+    except ArenaError as exc:
+        raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        say("interrupted: finished problems are kept; run the same command to resume")
+        raise typer.Exit(130) from None
+    if report.run_dir is not None:
+        from shoparena.report import write_run_reports
 
-        quiet_libraries()
-
-        try:
-            models = parse_models(inference_models) if inference_models else None
-        except AgentSpecError as exc:
-            raise fail(f"--inference-models: {exc}") from None
-        try:
-            settings = TryoutSettings(
-                out=out,
-                catalog=catalog,
-                problems=problems,
-                practice_problems=practice_problems,
-                limit=limit,
-                judge=judge,
-                sandbox=sandbox,
-                workers=workers,
-                inference_models=models,
-            )
-            if arena_dir is not None:
-                settings = arena_settings(arena_dir, settings)
-            if similarity is not None:
-                evaluation = EvaluationSettings.model_validate(
-                    {**settings.evaluation.model_dump(), "similarity": similarity}
-                )
-                settings = settings.model_copy(update={"evaluation": evaluation})
-        except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise fail(f"{where}: {problem['msg']}") from None
-        except ArenaError as exc:
-            raise fail(str(exc)) from None
-        try:
-            report = admission(agent, settings)
-            if report.admitted:
-                if settings.problems is None and settings.catalog is None and not as_json:
-                    say(
-                        f"practice set: {settings.practice_dir or settings.out / 'practice'} (generated on first use)"
-                    )
-                problem_source(settings)  # bad paths are refused, and the practice set made, before the bar
-                with live_progress(not as_json) as progress:
-                    report = evaluate(report, settings, progress=progress)
-        except ArenaError as exc:
-            raise fail(str(exc)) from None
-        except KeyboardInterrupt:
-            say("interrupted: finished problems are kept; run the same command to resume")
-            raise typer.Exit(130) from None
-        if report.run_dir is not None:
-            from shoparena.report import write_run_reports
-
-            write_run_reports(report.run_dir)
-        if as_json:
-            print_json(
-                {
-                    **report.model_dump(mode="json"),
-                    "admitted": report.admitted,
-                    "qualifies": report.qualifies,
-                }
-            )
-        elif not report.admitted:
-            print_violations(str(agent), report.violations)
-        else:
-            console.print(outcome_table(report))
-            say(verdict(report))
-            gates = [item.judge_gate for item in report.outcomes if item.judge_gate]
-            if gates and gates.count("reasoned") * 2 > len(gates):
-                say(
-                    "most episodes failed the judge's first gate (reasoned): the model must emit the tool "
-                    "calls and reason about their results (through miner_sdk.chat); code-made calls cap the "
-                    "coefficient at 0.3 + 0.7·0.1/0.8 ≈ 0.39 — see docs/miners.md"
-                )
+        write_run_reports(report.run_dir)
+    if as_json:
+        print_json(
+            {**report.model_dump(mode="json"), "admitted": report.admitted, "qualifies": report.qualifies}
+        )
+    elif not report.admitted:
+        print_violations(str(agent), report.violations)
+    else:
+        console.print(outcome_table(report))
+        say(verdict(report))
+        gates = [item.judge_gate for item in report.outcomes if item.judge_gate]
+        if gates and gates.count("reasoned") * 2 > len(gates):
             say(
-                f"the run (records, report.html): {report.run_dir}; "
-                f"submit the same bytes with `shoparena miner submit --key miner.json {agent}`"
+                "most episodes failed the judge's first gate (reasoned): the model must emit the tool "
+                "calls and reason about their results (through miner_sdk.chat); code-made calls cap the "
+                "coefficient at 0.3 + 0.7·0.1/0.8 ≈ 0.39 — see docs/miners.md"
             )
-        if not report.admitted:
-            raise typer.Exit(EXIT_REJECTED)
-        if not report.qualifies:
-            raise typer.Exit(EXIT_BELOW_THRESHOLD)
+        say(
+            f"the run (records, report.html): {report.run_dir}; "
+            f"submit the same bytes with `shoparena miner submit --key miner.json {agent}`"
+        )
+    if not report.admitted:
+        raise typer.Exit(EXIT_REJECTED)
+    if not report.qualifies:
+        raise typer.Exit(EXIT_BELOW_THRESHOLD)

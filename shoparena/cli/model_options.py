@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import typer
 from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 
-from shoparena.eval.config import CliFlag
+from shoparena.records.options import CliFlag
 
 PLAIN_TYPES = (str, int, float, bool, Path)
 
@@ -44,32 +44,63 @@ def _cli_type(name: str, annotation: Any) -> Any:
         return str
     if annotation in PLAIN_TYPES or origin is Literal:
         return annotation
-    if origin is list and get_args(annotation) == (str,):
-        return list[str]
+    if origin is list and get_args(annotation) in ((str,), (Path,)):
+        return annotation
     raise TypeError(f"field {name}: no command-line type for {annotation!r}; give it a CliFlag(type=...)")
 
 
 def _parameter(model: type[BaseModel], name: str, info: FieldInfo) -> inspect.Parameter:
-    flag = _flag(info)
-    kind = flag.type if flag is not None and flag.type is not None else _cli_type(name, info.annotation)
+    flag = _flag(info) or CliFlag()
+    kind = flag.type if flag.type is not None else _cli_type(name, info.annotation)
     default: Any = inspect.Parameter.empty
     if not info.is_required():
         if info.default_factory is not None or info.default is None:
             kind, default = kind | None, None  # unset on the command line: the model's default applies
         else:
             default = info.default
-    option = typer.Option(flag_name(model, name), help=info.description)
+    shown = {"metavar": flag.metavar, "envvar": flag.envvar, "min": flag.min, "max": flag.max}
+    extra = {key: value for key, value in shown.items() if value is not None}
+    if not flag.show_default:
+        extra["show_default"] = False
+    if flag.argument:
+        declaration = typer.Argument(help=info.description, **extra)
+    else:
+        names = (flag_name(model, name), flag.short) if flag.short else (flag_name(model, name),)
+        declaration = typer.Option(*names, help=info.description, **extra)
     return inspect.Parameter(
-        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, option]
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, declaration]
     )
 
 
+def _parameters(source: type[BaseModel] | Callable[..., Any]) -> list[inspect.Parameter]:
+    if isinstance(source, type) and issubclass(source, BaseModel):
+        excluded = getattr(source, "cli_exclude", ())
+        return [_parameter(source, f, info) for f, info in source.model_fields.items() if f not in excluded]
+    hints = get_type_hints(source, include_extras=True)
+    return [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints[p.name])
+        for p in inspect.signature(source).parameters.values()
+    ]
+
+
 def command_from_models(
-    app: typer.Typer, name: str, models: Iterable[type[BaseModel]], body: Callable[..., None], doc: str
+    app: typer.Typer,
+    name: str,
+    models: Iterable[type[BaseModel] | Callable[..., Any]],
+    body: Callable[..., None],
+    doc: str,
+    order: Sequence[str] | None = None,
 ) -> None:
-    """Register `name` on `app` with one option per field of `models`, in order; `body(**values)` gets
-    every value (None where an optional option was not given)."""
-    parameters = [_parameter(m, field, info) for m in models for field, info in m.model_fields.items()]
+    """Register `name` on `app` with one option per field of `models` (but a model's `cli_exclude`), in
+    order or in the given `order` of field names; `body(**values)` gets every value (None where an
+    optional option was not given). A function among `models` brings the Typer options of its
+    signature (options several commands share, declared once as `Annotated` aliases)."""
+    parameters = [parameter for source in models for parameter in _parameters(source)]
+    if order is not None:
+        by_name = {p.name: p for p in parameters}
+        if sorted(by_name) != sorted(order):
+            raise TypeError(f"{name}: the order names {sorted(order)}, the models {sorted(by_name)}")
+        parameters = [by_name[field] for field in order]
 
     def command(**values: Any) -> None:
         body(**values)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import orjson
 import typer
@@ -13,6 +13,7 @@ from rich.table import Table
 from shoparena.cli.common import console, err_console, fail, progress_bar
 from shoparena.index.catalog_dir import CatalogDirError, open_catalog
 from shoparena.problems.io import ProblemFileError
+from shoparena.records.options import SimilarityName
 from shoparena.scoring.answers import match_answers, read_answers
 from shoparena.scoring.metrics import MetricValue
 from shoparena.scoring.similarity import default_cache_path, make_similarity
@@ -128,7 +129,7 @@ def register(app: typer.Typer) -> None:
         """
         if mode not in ("upstream", "strict"):
             raise fail(f"--mode must be upstream or strict, not {mode!r}")
-        if similarity not in ("minilm", "lexical"):
+        if similarity not in get_args(SimilarityName):
             raise fail(f"--similarity must be minilm or lexical, not {similarity!r}")
         for label, path in (("--problems", problems), ("--answers", answers)):
             if not path.is_file():

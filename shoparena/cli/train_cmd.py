@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shoparena.cli.common import fail, say
 from shoparena.cli.model_options import command_from_models
-from shoparena.eval.config import CliFlag
+from shoparena.records.options import CliFlag
 
 group = typer.Typer(
     name="train",
@@ -58,7 +58,7 @@ def optional_fields(config_cls: type[BaseModel]) -> type[BaseModel]:
 
 def build_config(config_cls: Any, values: dict[str, Any]) -> Any:
     """The stage config from `--config FILE` (if given) with the given flags on top; exits on errors."""
-    from shoparena.train.config import ConfigError
+    from shoparena.records.options import ConfigError
 
     given = {k: v for k, v in values.items() if k in config_cls.model_fields and v is not None}
     try:

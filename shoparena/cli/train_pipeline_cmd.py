@@ -37,7 +37,7 @@ def pipeline_command(
         int | None, typer.Option(help="Cap every stage at this many optimiser steps (smoke runs).")
     ] = None,
 ) -> None:
-    from shoparena.train.config import ConfigError
+    from shoparena.records.options import ConfigError
     from shoparena.train.pipeline import PipelineConfig, run_pipeline
 
     try:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
-from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import Field, ValidationError
 
+from shoparena.arena.participants.validator import ValidatorSettings
 from shoparena.cli.common import fail, print_json, say, say_err
+from shoparena.cli.eval_cmd import EvalCommandOptions
 from shoparena.cli.key_options import (
     KeyOption,
     WalletHotkeyOption,
@@ -16,6 +19,8 @@ from shoparena.cli.key_options import (
     WalletPathOption,
 )
 from shoparena.cli.miner_cmd import ArenaOption, open_client, refused, scores
+from shoparena.cli.model_options import command_from_models, model_values, validation_message
+from shoparena.records.options import CliFlag, fields_of
 
 validator_app = typer.Typer(
     name="validator",
@@ -37,102 +42,89 @@ def _summary(report) -> str:
     )
 
 
-InferenceModelsOption = Annotated[
-    str | None,
-    typer.Option(
-        "--inference-models",
-        help="The inference proxy's allowlist for miner code: NAME=UPSTREAM,… with UPSTREAM offline:NAME "
-        "or http://HOST:PORT/v1#MODEL (e.g. a checkpoint served by `shoparena model serve`) "
-        "\\[default: the offline reference models].",
-        show_default=False,
-    ),
-]
-"""`validator run` and `miner try`: the models miner code may ask for (`agents.file_agent.parse_models`)."""
-
-
-@validator_app.command("run")
-def run_cmd(
+def connection(
     arena: ArenaOption = "http://127.0.0.1:8742",
     key: KeyOption = None,
     wallet: WalletOption = None,
     hotkey: WalletHotkeyOption = "default",
     wallet_path: WalletPathOption = None,
-    once: Annotated[
-        bool, typer.Option("--once", help="Evaluate one job (if one is waiting) and exit.")
-    ] = False,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Problems of a job run in parallel.")] = 1,
-    judge: Annotated[
-        str, typer.Option("--judge", help="offline (rules, no model) or openai:MODEL (the LLM judge).")
-    ] = "offline",
-    judge_base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--judge-base-url", help="openai judge: endpoint (or OPENAI_BASE_URL).", show_default=False
-        ),
-    ] = None,
-    judge_api_key: Annotated[
-        str | None,
-        typer.Option("--judge-api-key", help="openai judge: key (or OPENAI_API_KEY).", show_default=False),
-    ] = None,
-    catalog: Annotated[
-        Path | None,
-        typer.Option(
-            "--catalog",
-            help="The arena's catalogue on this machine \\[default: the path the arena names].",
-            show_default=False,
-        ),
-    ] = None,
-    sandbox: Annotated[
-        str, typer.Option("--sandbox", help="Where miner code runs: bwrap, container, or none (unconfined).")
-    ] = "bwrap",
-    poll_s: Annotated[
-        float, typer.Option("--poll-s", min=0.1, help="Wait between claims while no job is waiting (s).")
-    ] = 10.0,
-    inference_models: InferenceModelsOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print each job's report as JSON.")] = False,
 ) -> None:
-    """Claim jobs and evaluate them until interrupted (or one with --once).
+    """The arena and the key to sign with: the options every signed command shares."""
 
-    Exit status with --once: 0 a result was posted (or no job was waiting), 1 the job failed or its
-    lease was lost, 2 this validator cannot evaluate the arena's jobs (catalogue, key, arena).
 
-    Examples:
-      shoparena validator run --once --key validator.json
-      shoparena validator run --key validator.json --workers 4 --catalog cat
-      shoparena validator run --key validator.json --judge openai:gpt-4o-mini
-    """
-    from pydantic import ValidationError
+class ValidatorRunOptions(
+    fields_of(EvalCommandOptions, "judge_base_url", "judge_api_key", name="JudgeEndpoint")
+):
+    """The command's own options, beside the validator's (`ValidatorSettings`): the openai judge's
+    endpoint as `eval` takes it, one job or many, and how a report is shown."""
 
+    once: bool = Field(False, description="Evaluate one job (if one is waiting) and exit.")
+    as_json: Annotated[bool, CliFlag(flag="--json")] = Field(
+        False, description="Print each job's report as JSON."
+    )
+
+
+RUN_ORDER = (
+    *inspect.signature(connection).parameters,
+    "once",
+    "workers",
+    "judge",
+    "judge_base_url",
+    "judge_api_key",
+    "catalog",
+    "sandbox",
+    "poll_s",
+    "inference_models",
+    "as_json",
+)
+RUN_HELP = """Claim jobs and evaluate them until interrupted (or one with --once).
+
+Exit status with --once: 0 a result was posted (or no job was waiting), 1 the job failed or its
+lease was lost, 2 this validator cannot evaluate the arena's jobs (catalogue, key, arena).
+
+Examples:
+  shoparena validator run --once --key validator.json
+  shoparena validator run --key validator.json --workers 4 --catalog cat
+  shoparena validator run --key validator.json --judge openai:gpt-4o-mini
+"""
+
+
+def validator_settings(values: dict[str, Any]) -> tuple[ValidatorRunOptions, ValidatorSettings]:
     from shoparena.agents.base import AgentSpecError
     from shoparena.agents.miner.file_agent import parse_models
-    from shoparena.arena.errors import ArenaError
-    from shoparena.arena.participants.validator import JobFailed, Validator, ValidatorError, ValidatorSettings
 
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    command = ValidatorRunOptions(**model_values(ValidatorRunOptions, values))
     judge_options = (
-        {"base_url": judge_base_url, "api_key": judge_api_key} if judge.startswith("openai:") else {}
+        {"base_url": command.judge_base_url, "api_key": values["judge_api_key"]}
+        if (values["judge"] or "offline").startswith("openai:")
+        else {}
     )
     try:
         settings = ValidatorSettings(
-            catalog=catalog,
-            workers=workers,
-            judge=judge,
+            **model_values(ValidatorSettings, values),
             judge_options={k: v for k, v in judge_options.items() if v is not None},
-            sandbox=sandbox,
-            poll_s=poll_s,
-            inference_models=parse_models(inference_models) if inference_models else None,
+            inference_models=parse_models(values["inference_models"]) if values["inference_models"] else None,
         )
     except AgentSpecError as exc:
         raise fail(f"--inference-models: {exc}") from None
     except ValidationError as exc:
-        raise fail("; ".join(f"--{e['loc'][0]}: {e['msg']}" for e in exc.errors())) from None
-    if sandbox == "none":
+        raise fail(validation_message(ValidatorSettings, exc)) from None
+    return command, settings
+
+
+def run_command(**values: Any) -> None:
+    from shoparena.arena.errors import ArenaError
+    from shoparena.arena.participants.validator import JobFailed, Validator, ValidatorError
+
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    command, settings = validator_settings(values)
+    if settings.sandbox == "none":
         say_err("[bold red]warning:[/] --sandbox none: miner code runs unconfined on this machine")
-    client = open_client(arena, key, wallet, hotkey, wallet_path)
+    client = open_client(*(values[name] for name in inspect.signature(connection).parameters))
 
     def show(report) -> None:
-        if as_json:
+        if command.as_json:
             print_json(report.model_dump(mode="json"))
         else:
             say(_summary(report))
@@ -145,10 +137,10 @@ def run_cmd(
             info = validator.check()
             say_err(
                 f"validator {validator.hotkey} on {client.url}: catalogue ok ({info.catalog_fingerprint}), "
-                f"{info.problems_count} problems per job, {info.evaluation.similarity} similarity, judge {judge}, "
-                f"sandbox {sandbox}"
+                f"{info.problems_count} problems per job, {info.evaluation.similarity} similarity, "
+                f"judge {settings.judge}, sandbox {settings.sandbox}"
             )
-            if not once:
+            if not command.once:
                 validator.run(on_report=show, on_error=show_error)
                 return
             report = validator.run_once()
@@ -162,7 +154,7 @@ def run_cmd(
         except ArenaError as exc:
             raise refused(exc, validator.hotkey, role="validator") from None
     if report is None:
-        if as_json:
+        if command.as_json:
             print_json({"job": None})
         else:
             say("no job waiting")
@@ -173,4 +165,12 @@ def run_cmd(
 
 
 def register(app: typer.Typer) -> None:
+    command_from_models(
+        validator_app,
+        "run",
+        (connection, ValidatorRunOptions, ValidatorSettings),
+        run_command,
+        RUN_HELP,
+        RUN_ORDER,
+    )
     app.add_typer(validator_app, name="validator")

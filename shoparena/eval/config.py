@@ -16,20 +16,16 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from shoparena import __version__
 from shoparena.harness.protocols import canonical_protocol
 from shoparena.problems.models import Problem
+from shoparena.records.options import CliFlag, Executor, Profile, SandboxBackend, SimilarityName
 from shoparena.scoring.rules import ScoringMode
 
-Executor = Literal["process", "ray", "inline"]
-EXECUTORS: tuple[str, ...] = get_args(Executor)
-Profile = Literal["upstream4", "oro7", "full"]
-"""The harness's tool profiles (`harness.tool_specs.PROFILES`; a test keeps the two the same)."""
-SimilarityName = Literal["minilm", "lexical"]
 SECRET_MARKERS = ("key", "token", "secret", "password", "authorization")
 RUN_SCHEMA = "shoparena.eval-run/1"
 KILL_GRACE_S = 5.0
@@ -39,14 +35,6 @@ KILL_GRACE_S = 5.0
 def utc_now(timespec: Literal["seconds", "milliseconds"] = "seconds") -> str:
     """Now in UTC as ISO-8601: seconds for run.json, milliseconds for an episode's start."""
     return datetime.now(UTC).isoformat(timespec=timespec)
-
-
-@dataclass(frozen=True)
-class CliFlag:
-    """How a field appears on the command line when not as `--field-name` of the field's own type."""
-
-    flag: str | None = None
-    type: Any = None
 
 
 @dataclass(frozen=True)
@@ -115,12 +103,10 @@ class EvalConfig(BaseModel):
         "HTTP) or a timeout; the new record counts, the old one stays in the file. The agent's own "
         "crashes stay failures.",
     )
-    sandbox: Annotated[Literal["bwrap", "container", "none"] | None, AgentOption({"file": "sandbox"})] = (
-        Field(
-            None,
-            description="file: where the miner's code runs: bwrap (the default: no network, no host files, "
-            "limits), container (docker/podman), or none (no isolation, only for code you trust).",
-        )
+    sandbox: Annotated[SandboxBackend | None, AgentOption({"file": "sandbox"})] = Field(
+        None,
+        description="file: where the miner's code runs: bwrap (the default: no network, no host files, "
+        "limits), container (docker/podman), or none (no isolation, only for code you trust).",
     )
     base_url: Annotated[str | None, AgentOption({"openai": "base_url"})] = Field(
         None, description="openai: endpoint (or OPENAI_BASE_URL)."

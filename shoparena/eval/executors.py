@@ -35,7 +35,7 @@ from shoparena.agents.base import (
     make_agent,
     one_line_warning,
 )
-from shoparena.eval.config import EXECUTORS, AgentIdentity, WorkerConfig, utc_now
+from shoparena.eval.config import AgentIdentity, WorkerConfig, utc_now
 from shoparena.eval.episodes import (
     TIMEOUT_ERROR,
     EpisodeOutput,
@@ -45,6 +45,7 @@ from shoparena.eval.episodes import (
 )
 from shoparena.harness.episode import Episode, load_shops
 from shoparena.harness.tool_specs import tool_schemas
+from shoparena.records.options import EXECUTORS
 from shoparena.records.trajectory import TrajectoryRecord
 
 

@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -42,11 +42,11 @@ from shoparena.harness.loopback import AppThread
 from shoparena.harness.models import ParsedTurn
 from shoparena.harness.protocols import OPENAI
 from shoparena.inference.model_api import ChatRequest, invalid_text_path, validation_message
+from shoparena.records.options import ServeBackend
 
 DEFAULT_MAX_NEW_TOKENS = 2048
 MAX_BODY_BYTES = 8 << 20
 QUEUE_TIMEOUT_S = 600.0
-Backend = Literal["hf", "vllm"]
 
 
 class ApiError(Exception):
@@ -390,7 +390,7 @@ def start_model_server(
     checkpoint: str | Path,
     *,
     name: str,
-    backend: Backend = "hf",
+    backend: ServeBackend = "hf",
     host: str = "127.0.0.1",
     port: int = 0,
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,

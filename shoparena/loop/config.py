@@ -17,13 +17,13 @@ serve: {backend: vllm}
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shoparena.corpus import gates as corpus_gates
+from shoparena.corpus.config import CorpusConfig
+from shoparena.records.options import ConfigError, ServeBackend, config_errors, fields_of, read_config_file
 from shoparena.season.setup import SeasonSettings
-from shoparena.train.config import ConfigError, config_errors, read_config_file
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
 TINY_PIPELINE = CONFIGS_DIR / "tiny" / "pipeline.yaml"
@@ -46,21 +46,30 @@ def demo_season() -> SeasonSettings:
     )
 
 
-class CorpusPart(BaseModel):
+CorpusBuild = fields_of(
+    CorpusConfig,
+    "eval_size",
+    "min_quality",
+    "require_success",
+    "per_problem",
+    "max_length",
+    name="CorpusBuild",
+    changes={"eval_size": {"default": 4}},
+)
+"""The `corpus build` options the loop's config may set, with the loop's own defaults (four held-out
+rows for Table 1); the loop supplies the rest (inputs, out, catalogue, problems, never-touch, seed)."""
+
+
+class CorpusPart(CorpusBuild):
     """`corpus build` of the season's firehose (the loop adds the leak guard against the final race)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    eval_size: int | None = Field(4, ge=1)
-    """Problems held out for evaluation [None: the corpus' own default share]."""
-    min_quality: float = corpus_gates.DEFAULT_MIN_QUALITY
-    require_success: bool = False
-    """Drop rows of failed episodes too (`corpus build --successful`)."""
-    per_problem: int = Field(2, ge=1)
-    max_length: int = corpus_gates.DEFAULT_MAX_LENGTH
     rewrite: str | None = "reference"
     """Rewrite the firehose's axis-B traces into agentic rows before the build (`corpus rewrite`):
     `reference` (offline), `openai:MODEL`, or None to keep them aside as axis-B only."""
+
+    def build_options(self) -> dict[str, Any]:
+        """The `CorpusConfig` fields this part sets."""
+        return self.model_dump(include=set(CorpusBuild.model_fields))
 
 
 class TrainPart(BaseModel):
@@ -79,7 +88,7 @@ class ServePart(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["hf", "vllm"] = "hf"
+    backend: ServeBackend = "hf"
     """hf: a local OpenAI-compatible server over transformers (CPU or GPU); vllm: `vllm serve`."""
     max_new_tokens: int = Field(64, ge=1)
     """Cap on tokens per answer (the tiny model's answers are noise: keep turns short)."""

@@ -178,12 +178,8 @@ def build_loop_corpus(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[
                 catalog=layout.catalog,
                 problems=[layout.problems],
                 never_touch=[layout.firehose_dir / FINAL_RACE_POOL],
-                eval_size=part.eval_size,
-                min_quality=part.min_quality,
-                require_success=part.require_success,
-                per_problem=part.per_problem,
-                max_length=part.max_length,
                 seed=config.season.seed,
+                **part.build_options(),
             )
         )
     finally:

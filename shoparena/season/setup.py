@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +27,7 @@ from shoparena.arena.config import CONFIG_FILE, CompetitionConfig, read_config
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.ledger import CooldownPolicy
 from shoparena.arena.models import EvaluationSettings, JobPolicy
+from shoparena.records.options import CliFlag, SimilarityName
 from shoparena.season.clock import SEASON_EPOCH
 from shoparena.season.roster import FAVOURITE_SLOT
 
@@ -59,31 +60,57 @@ class SeasonSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    miners: int = Field(default=12, ge=1, le=12)
-    validators: int = Field(default=3, ge=1, le=16)
-    days: int = Field(default=5, ge=1, le=60)
-    seed: int = 0
+    cli_exclude: ClassVar[frozenset[str]] = frozenset(
+        {"products", "qualifying_bank", "race_bank", "step_cap", "dishonest", "roster_submits", "entrants"}
+        | {"inference_models"}
+    )
+    """Settings `arena simulate` does not offer (each other field is one of its options, its description
+    the help; `--all-honest` is `dishonest` turned round)."""
+
+    miners: Annotated[int, CliFlag(min=1, max=12)] = Field(
+        default=12, ge=1, le=12, description="First N miners of the roster."
+    )
+    validators: Annotated[int, CliFlag(min=1, max=16)] = Field(
+        default=3, ge=1, le=16, description="Validators (the last one is dishonest)."
+    )
+    days: Annotated[int, CliFlag(min=1, max=60)] = Field(
+        default=5, ge=1, le=60, description="Days (one race each)."
+    )
+    seed: int = Field(0, description="Season seed: keys, catalogue, problems, races.")
     products: int = Field(default=3000, ge=200)
     """Catalogue size (generated)."""
     qualifying_bank: int = Field(default=12, ge=3)
     """Problems in the arena's own bank (`arena init --problems`)."""
     race_bank: int = Field(default=24, ge=4)
     """Tasks added to the race bank (each its own leak cluster)."""
-    problem_timeout_s: float = Field(default=12.0, gt=0)
+    problem_timeout_s: Annotated[float, CliFlag(min=1.0)] = Field(
+        default=12.0, gt=0, description="Wall clock per problem (new arenas)."
+    )
     step_cap: int | None = Field(default=None, ge=1)
-    similarity: Literal["minilm", "lexical"] = "lexical"
-    """Title similarity of the arena's strict scoring (new arenas). lexical keeps a small season fast
-    on a CPU; minilm is the production choice (the arena's own default and SPEC §4's embeddings)."""
-    sandbox: str = "auto"
-    """bwrap, container, none, or auto (bwrap when it runs here, else none with a warning)."""
-    workers: int = Field(default=1, ge=1)
-    """Problems a validator runs at once."""
-    race_problems: int = Field(default=3, ge=1)
-    qualifying_problems: int = Field(default=3, ge=1)
+    similarity: Annotated[SimilarityName, CliFlag(type=str)] = Field(
+        "lexical",
+        description="Title similarity of strict scoring (new arenas): lexical (fast) or minilm (production).",
+    )
+    """lexical keeps a small season fast on a CPU; minilm is the production choice (the arena's own default
+    and SPEC §4's embeddings)."""
+    sandbox: str = Field(
+        "auto", description="bwrap, container, none, or auto (bwrap when it runs here, else none)."
+    )
+    """auto: none with a warning where bubblewrap does not run."""
+    workers: Annotated[int, CliFlag(min=1)] = Field(
+        default=1, ge=1, description="Problems each validator runs at once."
+    )
+    race_problems: Annotated[int, CliFlag(min=1)] = Field(
+        default=3, ge=1, description="Problems per race (new arenas)."
+    )
+    qualifying_problems: Annotated[int, CliFlag(min=1)] = Field(
+        default=3, ge=1, description="Problems per qualifying run (new arenas)."
+    )
     dishonest: bool = True
     """The last validator lies for its favourite (needs ≥ 2 validators)."""
-    qualify_threshold: float = Field(default=0.1, ge=0, le=1)
-    """Qualifying score a submission needs to race (new arenas)."""
+    qualify_threshold: Annotated[float, CliFlag(min=0.0, max=1.0)] = Field(
+        default=0.1, ge=0, le=1, description="Qualifying score needed to race (new arenas)."
+    )
     roster_submits: bool = True
     """False: the roster's miners submit nothing this season and race with their latest qualified
     files (a continuation that only brings `entrants`)."""

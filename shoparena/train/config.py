@@ -11,42 +11,15 @@ builds one option per field, so an option is written once).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shoparena.records.options import ConfigError, config_errors, read_config_file
+
 RESOLVED_CONFIG = "config.resolved.json"
-
-
-class ConfigError(ValueError):
-    """A config file that cannot be read, or holds unknown or invalid keys (named in the message)."""
-
-
-def read_config_file(path: Path) -> dict[str, Any]:
-    """A YAML (`.yaml`/`.yml`) or JSON config file's top-level mapping."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise ConfigError(f"config {path}: cannot read it ({exc.strerror or exc})") from exc
-    try:
-        if Path(path).suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as exc:  # yaml and json raise their own error types
-        raise ConfigError(
-            f"config {path}: not valid {Path(path).suffix.lstrip('.') or 'JSON'}: {exc}"
-        ) from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"config {path}: expected a mapping of keys to values, got {type(data).__name__}")
-    return data
 
 
 class StageConfig(BaseModel):
@@ -99,18 +72,6 @@ class StageConfig(BaseModel):
         body = {"stage": self.stage, **self.model_dump(mode="json")}
         path.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
         return path
-
-
-def config_errors(exc: ValidationError) -> str:
-    """One line naming each bad key and what is wrong with it."""
-    parts = []
-    for error in exc.errors():
-        key = ".".join(str(part) for part in error.get("loc", ()))
-        message = error["msg"].removeprefix("Value error, ")
-        if error.get("type") == "extra_forbidden":
-            message = "unknown key"
-        parts.append(f"{key}: {message}" if key else message)
-    return "; ".join(parts)
 
 
 class StageResult(BaseModel):

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shoparena.records.options import Profile, SimilarityName
 from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult
 from shoparena.train.metrics import (
     METRICS_FILE,
@@ -134,8 +135,8 @@ class GRPOStageConfig(StageConfig):
     temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling of the rollouts.")
     enable_thinking: bool | None = Field(None, description="Passed to the chat template when set.")
-    profile: Literal["upstream4", "oro7", "full"] = Field("oro7", description="Harness tool profile.")
-    similarity: Literal["minilm", "lexical"] = Field(
+    profile: Profile = Field("oro7", description="Harness tool profile.")
+    similarity: SimilarityName = Field(
         "minilm", description="Title similarity of the strict scorer (minilm: the arena's)."
     )
     num_train_epochs: float = Field(1.0, gt=0, description="Epochs over the problems (unless --max-steps).")

@@ -15,11 +15,11 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from shoparena.eval.config import CliFlag
+from shoparena.records.options import CliFlag, SimilarityName
 from shoparena.train.config import StageConfig, StageResult
 from shoparena.train.kto_probe import Probe, make_probe_callback
 from shoparena.train.rollouts import Sampling, read_records
@@ -69,7 +69,7 @@ class KTOStageConfig(StageConfig):
     )
     probe_max_turns: int = Field(8, ge=1, description="Turns per probe episode.")
     probe_max_new_tokens: int = Field(2048, ge=1, description="Tokens per probe turn.")
-    probe_similarity: Literal["minilm", "lexical"] = Field(
+    probe_similarity: SimilarityName = Field(
         "lexical", description="Title similarity for scoring probe episodes (the rate does not use it)."
     )
 

@@ -33,7 +33,8 @@ from typing import Any, Literal, get_args, get_origin
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shoparena.train.config import ConfigError, StageResult, config_errors, read_config_file
+from shoparena.records.options import ConfigError, SimilarityName, config_errors, read_config_file
+from shoparena.train.config import StageResult
 
 StageName = Literal["sft", "rs", "teacher", "kto", "grpo"]
 STAGE_RESULT = "stage_result.json"
@@ -88,7 +89,7 @@ class EvalSettings(BaseModel):
     step_cap: int | None = Field(8, ge=1)
     temperature: float = Field(0.7, ge=0)
     max_tokens: int = Field(256, ge=1)
-    similarity: Literal["minilm", "lexical"] = "lexical"
+    similarity: SimilarityName = "lexical"
     workers: int = Field(1, ge=1)
 
 

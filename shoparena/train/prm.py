@@ -22,13 +22,13 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 import orjson
 from pydantic import BaseModel, Field
 
-from shoparena.eval.config import CliFlag
 from shoparena.index.staging import staged_file
+from shoparena.records.options import CliFlag, SimilarityName
 from shoparena.train.config import StageConfig, StageResult
 from shoparena.train.prm_labels import OUTPUTS, StepLabel, labelled_steps
 
@@ -52,7 +52,7 @@ class PRMStageConfig(StageConfig):
         description="A problem file with rewards (the labels need them); repeat the flag for more."
     )
     catalog: Path = Field(description="The catalogue the trajectories ran on.")
-    similarity: Literal["lexical", "minilm"] = Field("lexical", description="Title similarity of the labels.")
+    similarity: SimilarityName = Field("lexical", description="Title similarity of the labels.")
     title_threshold: float = Field(0.7, gt=0, le=1, description="Title hit threshold (strict: 0.7).")
     eval_fraction: float = Field(0.2, ge=0, lt=1, description="Share of problems held out for evaluation.")
     max_length: int = Field(2048, ge=16, description="Prompt tokens read per step (the most recent kept).")

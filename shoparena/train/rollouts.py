@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 from pydantic import BaseModel
@@ -28,6 +28,7 @@ from shoparena.corpus.trace import trace_calls
 from shoparena.eval.config import EvalConfig
 from shoparena.eval.runner import RunProgress, run_eval
 from shoparena.problems.models import Problem
+from shoparena.records.options import Executor, Profile, SimilarityName
 from shoparena.train.leak_guard import GuardReport, guard_problems
 
 MODEL_KINDS = ("hf", "openai", "live")
@@ -47,10 +48,10 @@ class Sampling:
     top_p: float = 0.95
     max_turns: int | None = 8
     max_new_tokens: int | None = None
-    profile: Literal["upstream4", "oro7", "full"] = "oro7"
+    profile: Profile = "oro7"
     protocol: str | None = None
-    similarity: Literal["minilm", "lexical"] = "minilm"
-    executor: Literal["process", "ray", "inline"] = "inline"
+    similarity: SimilarityName = "minilm"
+    executor: Executor = "inline"
     """inline: one agent in this process (one copy of a local checkpoint in memory)."""
     workers: int = 1
     timeout: float | None = None

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 import orjson
 from pydantic import Field
 
+from shoparena.records.options import Executor, Profile, SimilarityName
 from shoparena.train.config import StageConfig, StageResult
 from shoparena.train.metrics import METRICS_FILE, REPORT_FILE, read_metrics, write_report
 from shoparena.train.rollouts import Collected, Sampling, write_jsonl
@@ -45,10 +46,10 @@ class SampledSFTConfig(StageConfig):
     max_new_tokens: int | None = Field(
         None, ge=1, description="Tokens per model turn (default: the agent's)."
     )
-    profile: Literal["upstream4", "oro7", "full"] = Field("oro7", description="Harness tool profile.")
+    profile: Profile = Field("oro7", description="Harness tool profile.")
     protocol: str | None = Field(None, description="Model protocol (default: the agent's).")
-    similarity: Literal["minilm", "lexical"] = Field("minilm", description="Title similarity for scoring.")
-    executor: Literal["process", "ray", "inline"] = Field(
+    similarity: SimilarityName = Field("minilm", description="Title similarity for scoring.")
+    executor: Executor = Field(
         "inline", description="Where episodes run: inline (one agent here), process or ray."
     )
     workers: int = Field(1, ge=1, description="Parallel episode workers (process / ray).")

@@ -23,7 +23,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shoparena.eval.config import CliFlag
+from shoparena.records.options import CliFlag
 from shoparena.train.chat_render import render_with_mask
 from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult
 from shoparena.train.corpus_data import CorpusSplits, DataError, read_training_data

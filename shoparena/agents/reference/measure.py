@@ -15,12 +15,14 @@ import argparse
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import get_args
 
 from shoparena.agents.base import ProblemView
 from shoparena.agents.reference.agent import make_reference_agent
 from shoparena.harness.episode import Episode, load_shops
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.problems.generator import ProblemGenerator
+from shoparena.records.options import SimilarityName
 from shoparena.scoring.rules import RuleScorer
 from shoparena.scoring.similarity import make_similarity
 
@@ -78,7 +80,7 @@ def main() -> None:
     parser.add_argument("--per-bucket", type=int, default=60)
     parser.add_argument("--agents", default="agentic,pipeline")
     parser.add_argument("--profiles", default="oro7")
-    parser.add_argument("--similarity", default="lexical", choices=("lexical", "minilm"))
+    parser.add_argument("--similarity", default="lexical", choices=get_args(SimilarityName))
     parser.add_argument("--mode", default="upstream", choices=("upstream", "strict"))
     args = parser.parse_args()
     rows = measure(

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Annotated, ClassVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,8 +32,9 @@ from shoparena.arena.canonical import problem_outcome, result_scores
 from shoparena.arena.config import CompetitionConfig
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.models import EvaluationSettings, ProblemResultIn, ResultScores
-from shoparena.arena.participants.validator import SandboxBackend, evaluation_config
+from shoparena.arena.participants.validator import INFERENCE_MODELS_HELP, evaluation_config
 from shoparena.problems.models import Problem
+from shoparena.records.options import CliFlag, SandboxBackend
 
 PRACTICE_PRODUCTS = 3000
 PRACTICE_PROBLEMS = 12
@@ -43,26 +47,42 @@ class TryoutError(ArenaError):
 
 
 class TryoutSettings(BaseModel):
-    """Where and how to try a file; the defaults are the arena's own (`arena init` defaults)."""
+    """Where and how to try a file; the defaults are the arena's own (`arena init` defaults). Each
+    field but `cli_exclude` is an option of `miner try`, its description the option's help."""
 
     model_config = ConfigDict(extra="forbid")
+    cli_exclude: ClassVar[frozenset[str]] = frozenset({"practice_dir", "evaluation", "qualify_threshold"})
 
-    out: Path = Path("miner-try")
+    out: Path = Field(
+        Path("miner-try"),
+        description="Runs go to OUT/<the code's sha256, 12 digits>/, the practice set to OUT/practice.",
+    )
     """Runs go to `out/<first 12 hex digits of the code's sha256>/`."""
-    catalog: Path | None = None
+    catalog: Path | None = Field(None, description="The catalogue --problems was made on.")
     """With `problems`: the catalogue they were made on [default: the practice set's]."""
-    problems: Path | None = None
-    """Problems to run [default: a practice set generated in `practice_dir`]."""
+    problems: Path | None = Field(
+        None,
+        description="Problems to run \\[default: a practice set of generated problems on a generated "
+        "catalogue, made once under OUT/practice].",
+    )
     practice_dir: Path | None = None
     """Where the practice set is generated and kept [default: `out/practice`]."""
-    practice_problems: int = Field(default=PRACTICE_PROBLEMS, ge=1, le=500)
-    limit: int | None = Field(default=None, ge=1)
+    practice_problems: int = Field(PRACTICE_PROBLEMS, ge=1, le=500, description="Size of the practice set.")
+    limit: int | None = Field(None, ge=1, description="Only the first N problems.")
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     qualify_threshold: float = Field(default=CompetitionConfig().qualify_threshold, ge=0, le=1)
-    judge: str = "offline"
-    sandbox: SandboxBackend = "bwrap"
-    workers: int = Field(default=1, ge=1)
-    inference_models: dict[str, str] | None = None
+    judge: str = Field(
+        "offline",
+        description="offline (rules, no model) or openai:MODEL (at $OPENAI_BASE_URL, key $OPENAI_API_KEY).",
+    )
+    sandbox: Annotated[SandboxBackend, CliFlag(type=str)] = Field(
+        "bwrap",
+        description="bwrap (as validators run it), container, or none (no isolation: your own code only).",
+    )
+    workers: int = Field(1, ge=1, description="Problems run in parallel.")
+    inference_models: Annotated[dict[str, str] | None, CliFlag(type=str, show_default=False)] = Field(
+        None, description=INFERENCE_MODELS_HELP
+    )
     """The inference proxy's allowlist [default: the offline reference models, as a validator's]."""
 
 
@@ -183,10 +203,24 @@ def admission(path: Path, settings: TryoutSettings) -> TryoutReport:
     )
 
 
-def try_agent(path: Path, settings: TryoutSettings, progress=None) -> TryoutReport:
-    """Admission, then (when admitted) the arena's evaluation of the file on the tryout's problems."""
+def try_agent(
+    path: Path,
+    settings: TryoutSettings,
+    progress: Callable[[], AbstractContextManager[Callable | None]] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> TryoutReport:
+    """Admission, then (when admitted) the problems — the practice set made on first use, before the
+    evaluation starts — and the arena's evaluation of the file on them. `progress()` is entered around
+    the evaluation and gives the runner's progress callback (a live bar); `say` hears where the
+    practice set is."""
     report = admission(path, settings)
-    return evaluate(report, settings, progress) if report.admitted else report
+    if not report.admitted:
+        return report
+    if settings.problems is None and settings.catalog is None and say is not None:
+        say(f"practice set: {settings.practice_dir or settings.out / 'practice'} (generated on first use)")
+    problem_source(settings)
+    with (progress or nullcontext)() as callback:
+        return evaluate(report, settings, callback)
 
 
 def evaluate(report: TryoutReport, settings: TryoutSettings, progress=None) -> TryoutReport:

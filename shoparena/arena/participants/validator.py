@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,7 @@ from shoparena.arena.canonical import canonical_record, problem_outcome
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.models import ArenaInfo, EvaluationSettings, JobOffer, ResultPost, ResultView
 from shoparena.arena.participants.client import ArenaClient, ArenaRefused
+from shoparena.records.options import CliFlag, SandboxBackend
 from shoparena.records.trajectory import SCORING_PIPELINE_VERSION, TrajectoryRecord
 
 if TYPE_CHECKING:
@@ -38,11 +39,17 @@ if TYPE_CHECKING:
     from shoparena.problems.models import Problem
 
 log = logging.getLogger("shoparena.validator")
-SandboxBackend = Literal["bwrap", "container", "none"]
 AGENT_FILE = "agent.py"
 LOST_STATUSES = (403, 404, 409)
 """Answers to a heartbeat that mean the lease is gone for good (not ours, unknown, lapsed, ended)."""
 LOST_ERRORS = ("lease_lapsed", "lease_ended")
+INFERENCE_MODELS_HELP = (
+    "The inference proxy's allowlist for miner code: NAME=UPSTREAM,… with UPSTREAM offline:NAME "
+    "or http://HOST:PORT/v1#MODEL (e.g. a checkpoint served by `shoparena model serve`) "
+    "\\[default: the offline reference models]."
+)
+"""`validator run` and `miner try`: the models miner code may ask for, as `agents.miner.file_agent.parse_models`
+reads them."""
 
 
 class ValidatorError(ArenaError):
@@ -96,26 +103,35 @@ def evaluation_config(
 
 
 class ValidatorSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """How a validator works; each field but `cli_exclude` is an option of `validator run`, its
+    description the option's help."""
 
-    catalog: Path | None = None
-    """The arena's catalogue on this machine [default: the path the arena names, if it exists here]."""
-    workers: int = Field(default=1, ge=1)
-    """Problems of a job run in parallel."""
-    judge: str = "offline"
-    """`offline` (rules, no model) or `openai:MODEL` (the LLM judge)."""
+    model_config = ConfigDict(extra="forbid")
+    cli_exclude: ClassVar[frozenset[str]] = frozenset({"judge_options", "post_attempts", "work_dir"})
+
+    catalog: Path | None = Field(
+        None, description="The arena's catalogue on this machine \\[default: the path the arena names]."
+    )
+    """[default: the path the arena names, if it exists here]."""
+    workers: Annotated[int, CliFlag(min=1)] = Field(1, ge=1, description="Problems of a job run in parallel.")
+    judge: str = Field("offline", description="offline (rules, no model) or openai:MODEL (the LLM judge).")
     judge_options: dict[str, Any] = Field(default_factory=dict)
-    sandbox: SandboxBackend = "bwrap"
-    """Where the miner's code runs: bubblewrap (default), a container engine, or none (loudly)."""
-    poll_s: float = Field(default=10.0, gt=0)
-    """Wait between claims while no job is waiting."""
+    sandbox: Annotated[SandboxBackend, CliFlag(type=str)] = Field(
+        "bwrap", description="Where miner code runs: bwrap, container, or none (unconfined)."
+    )
+    """Bubblewrap by default; none only loudly."""
+    poll_s: Annotated[float, CliFlag(min=0.1)] = Field(
+        10.0, gt=0, description="Wait between claims while no job is waiting (s)."
+    )
     post_attempts: int = Field(default=5, ge=1)
     work_dir: Path | None = None
     """Where private job directories are made [default: the system's temporary directory]."""
-    inference_models: dict[str, str] | None = None
-    """The inference proxy's allowlist for miner code, public name → upstream spec (`offline:NAME` or
-    `http://HOST:PORT/v1#MODEL`, see `agents.inference_upstreams`) [default: the offline reference
-    models]. This is how a validator serves a model it hosts, e.g. a distilled checkpoint."""
+    inference_models: Annotated[dict[str, str] | None, CliFlag(type=str, show_default=False)] = Field(
+        None, description=INFERENCE_MODELS_HELP
+    )
+    """Public name → upstream spec (`offline:NAME` or `http://HOST:PORT/v1#MODEL`, see
+    `inference.upstreams`). This is how a validator serves a model it hosts, e.g. a distilled
+    checkpoint."""
 
 
 class JobReport(BaseModel):
