@@ -134,7 +134,7 @@ def conversation(backend) -> list[dict]:
 def client(
     upstream: str, tcp: str, unix: str, token: str, n: int, request_file: Path
 ) -> dict[str, list[float]]:
-    sdk = ROOT / "shoparena" / "agents" / "miner_sdk.py"
+    sdk = ROOT / "shoparena" / "agents" / "miner" / "sdk.py"
     command = [sys.executable, "-c", CLIENT, upstream, tcp, unix, token, str(n), str(request_file), str(sdk)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:

@@ -133,7 +133,7 @@ def load_old_server(ref: str) -> types.ModuleType:
 
 
 def client(mode: str, url: str, token: str, n: int) -> dict:
-    sdk = ROOT / "shoparena" / "agents" / "miner_sdk.py"
+    sdk = ROOT / "shoparena" / "agents" / "miner" / "sdk.py"
     command = [sys.executable, "-c", CLIENT, mode, url, token, str(n), json.dumps(ARGUMENTS), str(sdk)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:

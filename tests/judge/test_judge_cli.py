@@ -124,9 +124,9 @@ def test_cli_errors(trajectories, tmp_path):
 
 
 def test_agents_never_import_the_judge():
-    """Layering: agents < judge; the runner takes a judge callable."""
-    agents = Path(__file__).resolve().parents[2] / "shoparena" / "agents"
-    for path in agents.rglob("*.py"):
+    """Layering: agents, inference, eval < judge; the runner takes a judge callable."""
+    package = Path(__file__).resolve().parents[2] / "shoparena"
+    for path in (p for stage in ("agents", "inference", "eval") for p in (package / stage).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.ImportFrom) and node.module:
