@@ -22,6 +22,9 @@ from shoparena.arena.errors import ArenaError
 
 SETTINGS_ENV = "SHOPARENA_ARENA_WORKER"
 FACTORY = "shoparena.arena.api.workers:worker_app"
+STARTUP_S = 120
+"""How long a worker may take to answer uvicorn's health check while it starts: it imports the package
+and opens the arena first (uvicorn's 5 s default kills a worker on a loaded machine before it serves)."""
 
 
 class WorkerSettings(BaseModel):
@@ -52,4 +55,12 @@ def worker_app() -> FastAPI:
 def serve_workers(settings: WorkerSettings, workers: int, host: str, port: int, log_level: str) -> None:
     """Run `workers` worker processes until interrupted."""
     os.environ[SETTINGS_ENV] = settings.model_dump_json()
-    serve(FACTORY, host=host, port=port, log_level=log_level, factory=True, workers=workers)
+    serve(
+        FACTORY,
+        host=host,
+        port=port,
+        log_level=log_level,
+        factory=True,
+        workers=workers,
+        timeout_worker_healthcheck=STARTUP_S,
+    )
