@@ -38,6 +38,15 @@ def _wait_for(url: str, log: Path, seconds: float = 120) -> None:
     raise AssertionError(f"the server at {url} did not answer within {seconds:g} s: {log.read_text()}")
 
 
+def _both_workers_started(log: Path, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if log.read_text().count("Application startup complete") == 2:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"two workers did not start within {seconds:g} s: {log.read_text()}")
+
+
 def _open_race(url: str, seconds: float = 20) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -54,6 +63,9 @@ def test_two_workers_on_postgresql_lose_and_double_nothing(
         tmp_path, small_catalog_dir, job_bank, race_bank, race_records, miners=MINERS, store=pg_store_url
     )
     arena = racing.arena
+    # The bank arrives once both workers run: without the ticker lock both would open the first race.
+    bank = arena.dir / "race_bank.jsonl"
+    held_back = bank.rename(tmp_path / "race_bank.jsonl")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log_path = tmp_path / "serve.log"
@@ -66,6 +78,8 @@ def test_two_workers_on_postgresql_lose_and_double_nothing(
     submitted_all = threading.Event()
     try:
         _wait_for(url, log_path)
+        _both_workers_started(log_path)
+        held_back.rename(bank)
         _open_race(url)
 
         def submit(index: int) -> str:
@@ -123,10 +137,13 @@ def test_two_workers_on_postgresql_lose_and_double_nothing(
         server.wait(timeout=30)
     output = log_path.read_text()
 
-    # Both workers served; one of them, and only one, took the ticker lock and opened the race.
-    assert output.count("Started server process") == 2, output
-    assert output.count("holds the ticker lock") == 1, output
+    # Both workers served; one of them, and only one, took the ticker lock and opened the race (as the
+    # workers stop one after the other, the last may take the lock over: by design, so not counted).
+    serving = output.split("Received SIGTERM")[0]
+    assert serving.count("Started server process") == 2, output
+    assert serving.count("holds the ticker lock") == 1, output
     assert output.count("races: opened race-00001") == 1, output
+    assert "tick failed" not in output, output
     with arena.store.engine.connect() as connection:
         events = connection.execute(select(RaceEvent.race_id, RaceEvent.state)).all()
         leases = Counter(connection.execute(select(JobLease.job_id)).scalars())
