@@ -293,9 +293,10 @@ def ticker_cmd(
         float, typer.Option("--tick-s", min=0.01, help="Advance the competition every this many seconds.")
     ] = 30.0,
 ) -> None:
-    """Advance the competition (open, start, close races) until interrupted, in a process of its own:
-    for servers started with `--tick-s 0`. On PostgreSQL one ticker runs at a time, whichever process
-    holds the arena's ticker lock; others wait to take over.
+    """Advance the races (open, start, close) in a process of its own until interrupted.
+
+    For servers started with `--tick-s 0`. On PostgreSQL one process ticks at a time, whichever holds
+    the arena's ticker lock (a server's scheduler or another ticker); the others wait to take over.
 
     Examples:
       shoparena arena ticker --dir arena

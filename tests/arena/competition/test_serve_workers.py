@@ -166,3 +166,37 @@ def test_several_workers_are_refused_on_sqlite(racing):
     assert result.exit_code == 2, result.output
     assert "--workers 2 needs the arena's state on PostgreSQL" in result.output
     assert "sqlite" in result.output
+
+
+def test_tickers_take_turns_on_the_ticker_lock(
+    tmp_path, small_catalog_dir, job_bank, race_bank, race_records, pg_store_url
+):
+    """Two `arena ticker` processes: one holds the lock and opens the race, the other waits; when the
+    holder dies its session (and lock) goes, and the other takes over within a period."""
+    racing = make_racing(tmp_path, small_catalog_dir, job_bank, race_bank, race_records, store=pg_store_url)
+    logs = [tmp_path / f"ticker{i}.log" for i in range(2)]
+    tickers = []
+    for log_path in logs:
+        with log_path.open("wb") as log:
+            command = [SHOPARENA, "arena", "ticker", "--dir", str(racing.arena.dir), "--tick-s", "0.1"]
+            tickers.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not all("advancing the races" in p.read_text() for p in logs):
+            time.sleep(0.1)
+        time.sleep(1.0)  # ten periods for the waiting ticker to (wrongly) take the lock
+        holding = [i for i, path in enumerate(logs) if "holds the ticker lock" in path.read_text()]
+        assert len(holding) == 1, [path.read_text() for path in logs]
+        holder, waiter = holding[0], 1 - holding[0]
+        assert "races: opened race-00001" in logs[holder].read_text()
+        tickers[holder].kill()
+        tickers[holder].wait(timeout=20)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "holds the ticker lock" not in logs[waiter].read_text():
+            time.sleep(0.1)
+        assert "holds the ticker lock" in logs[waiter].read_text(), logs[waiter].read_text()
+    finally:
+        for ticker in tickers:
+            ticker.terminate()
+            ticker.wait(timeout=20)
+    assert "races: opened" not in logs[waiter].read_text()  # the race it found open was not due to move
