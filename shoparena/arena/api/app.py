@@ -81,14 +81,11 @@ def create_app(
         openapi_url=None,
         lifespan=lifespan,
     )
-    app.state.gate = Gate(arena, clock)
-    app.state.services = ArenaServices(arena=arena, board=board, check=check, clock=clock)
     reader = competition if competition is not None else CompetitionView(arena, engine)
-    app.include_router(validator_router)
-    app.include_router(common_router)
-    app.include_router(miner_router)
-    app.include_router(public_router(reader, arena, clock))
-    app.include_router(web_router(reader, arena, clock))
+    app.state.gate = Gate(arena, clock)
+    app.state.services = ArenaServices(arena=arena, board=board, check=check, reader=reader, clock=clock)
+    for router in (validator_router, common_router, miner_router, public_router, web_router):
+        app.include_router(router)
     return app
 
 

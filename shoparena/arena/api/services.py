@@ -1,5 +1,5 @@
-"""What the signed routers serve from: built once by `create_app`, kept on `app.state`, handed to each
-route by the `Services` dependency (so routes are module-level functions, not closures)."""
+"""What the routers serve from: built once by `create_app`, kept on `app.state`, handed to each route
+by the `Services` dependency (so routes are module-level functions, not closures)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 
 from shoparena.admission import Violation
 from shoparena.arena.arena import Arena
+from shoparena.arena.competition.models import CompetitionReader
 from shoparena.arena.jobs.board import JobBoard
 
 Checker = Callable[[bytes], list[Violation]]
@@ -19,12 +20,13 @@ Checker = Callable[[bytes], list[Violation]]
 
 @dataclass(frozen=True)
 class ArenaServices:
-    """The opened arena, its job board (the one the race engine makes race jobs on), admission and the
-    server's clock (Unix seconds; tests move it)."""
+    """The opened arena, its job board (the one the race engine makes race jobs on), admission, what
+    the public reads of the competition, and the server's clock (Unix seconds; tests move it)."""
 
     arena: Arena
     board: JobBoard
     check: Checker
+    reader: CompetitionReader
     clock: Callable[[], float]
 
     def now(self) -> datetime:
