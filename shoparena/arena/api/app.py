@@ -101,22 +101,23 @@ ARENA_UVICORN = {
 }
 
 
-def logging_config(log_level: str) -> dict:
+def logging_config() -> dict:
     """uvicorn's logging, plus the arena's own lines (the race scheduler's steps, refused requests the
     operator must see) on stderr whatever `--log-level` says of uvicorn's."""
     from uvicorn.config import LOGGING_CONFIG
 
-    config = {key: dict(value) if isinstance(value, dict) else value for key, value in LOGGING_CONFIG.items()}
-    config["formatters"] = {**LOGGING_CONFIG["formatters"], "plain": {"format": "%(message)s"}}
-    config["handlers"] = {
-        **LOGGING_CONFIG["handlers"],
-        "arena": {"formatter": "plain", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"},
+    return {
+        **LOGGING_CONFIG,
+        "formatters": {**LOGGING_CONFIG["formatters"], "plain": {"format": "%(message)s"}},
+        "handlers": {
+            **LOGGING_CONFIG["handlers"],
+            "arena": {"formatter": "plain", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"},
+        },
+        "loggers": {
+            **LOGGING_CONFIG["loggers"],
+            "shoparena": {"handlers": ["arena"], "level": "INFO", "propagate": False},
+        },
     }
-    config["loggers"] = {
-        **LOGGING_CONFIG["loggers"],
-        "shoparena": {"handlers": ["arena"], "level": "INFO", "propagate": False},
-    }
-    return config
 
 
 def serve(
@@ -126,7 +127,7 @@ def serve(
     `workers` > 1, each worker process makes its own)."""
     import uvicorn
 
-    settings = {**ARENA_UVICORN, "log_config": logging_config(log_level), **options}
+    settings = {**ARENA_UVICORN, "log_config": logging_config(), **options}
     uvicorn.run(app, host=host, port=port, log_level=log_level, **settings)
 
 
