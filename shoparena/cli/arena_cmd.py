@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -289,6 +288,15 @@ def serve_cmd(
             "arena has a race bank; 0 leaves it to `arena race tick`.",
         ),
     ] = 30.0,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Worker processes serving the port; more than 1 needs the arena's state on PostgreSQL "
+            "(one of them ticks the races at a time).",
+        ),
+    ] = 1,
 ) -> None:
     """Serve the signed API, the public API (/v1/leaderboard, /v1/races, /v1/agents, /v1/weights,
     /v1/trajectories) and the leaderboard page at `/` until interrupted; races advance on their own.
@@ -298,37 +306,55 @@ def serve_cmd(
       shoparena arena serve --dir arena --host 0.0.0.0 --port 8742 --nonce-store redis://127.0.0.1:6379/0
       shoparena arena serve --dir arena --tick-s 0
     """
+    from shoparena.arena import ArenaError
     from shoparena.arena.api.app import create_app, serve
+    from shoparena.arena.api.workers import WorkerSettings, check_workers, serve_workers
 
     with _open(arena_dir, nonce_store=nonce_store) as arena:
+        try:
+            check_workers(arena, workers)
+        except ArenaError as exc:
+            raise fail(str(exc)) from None
         say_err(
             f"arena {arena_dir} on http://{host}:{port} — state {arena.store.url}, code {arena.code.url}, "
             f"nonces {arena.config.nonce_store}; leaderboard at http://{host}:{port}/"
         )
-        stop = threading.Event()
-        if tick_s > 0:
-            threading.Thread(target=_race_ticker, args=(arena, tick_s, stop), daemon=True).start()
-        try:
-            serve(create_app(arena), host=host, port=port, log_level=log_level)
-        finally:
-            stop.set()
+        if workers == 1:
+            serve(create_app(arena, tick_s=tick_s), host=host, port=port, log_level=log_level)
+            return
+    settings = WorkerSettings(arena_dir=arena_dir.resolve(), nonce_store=nonce_store, tick_s=tick_s)
+    serve_workers(settings, workers, host, port, log_level)
 
 
-def _race_ticker(arena, period_s: float, stop: threading.Event) -> None:
-    """The server's race clock: `RaceEngine.tick` every `period_s` once the arena has a race bank.
-    A failing tick is reported and retried next period; it never takes the API down."""
-    from shoparena.arena.competition.bank import BANK_FILE
+@arena_app.command("ticker")
+def ticker_cmd(
+    arena_dir: DirOption,
+    tick_s: Annotated[
+        float, typer.Option("--tick-s", min=0.01, help="Advance the competition every this many seconds.")
+    ] = 30.0,
+) -> None:
+    """Advance the races (open, start, close) in a process of its own until interrupted.
+
+    For servers started with `--tick-s 0`. On PostgreSQL one process ticks at a time, whichever holds
+    the arena's ticker lock (a server's scheduler or another ticker); the others wait to take over.
+
+    Examples:
+      shoparena arena ticker --dir arena
+      shoparena arena ticker --dir arena --tick-s 5
+    """
+    import logging
+
     from shoparena.arena.competition.engine import RaceEngine
+    from shoparena.arena.competition.scheduler import RaceScheduler
 
-    engine = RaceEngine(arena)
-    while not stop.wait(period_s):
-        if not (arena.dir / BANK_FILE).exists():
-            continue
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    with _open(arena_dir) as arena:
+        say_err(f"arena {arena_dir}: advancing the races every {tick_s:g} s — state {arena.store.url}")
+        scheduler = RaceScheduler(RaceEngine(arena), tick_s)
         try:
-            for done in engine.tick():
-                say_err(f"races: {done}")
-        except Exception as exc:  # a bad tick must not stop the server; it is retried next period
-            say_err(f"races: tick failed: {type(exc).__name__}: {exc}")
+            scheduler.run()
+        except KeyboardInterrupt:
+            say_err("ticker stopped")
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,8 @@
                                            N defaults to 100 and is capped at 500
 
 Everything here reads; nothing is signed, audited or rate-limited by the arena (put a proxy in front for
-that). The handlers are plain functions, so FastAPI runs them in its thread pool, off the event loop.
+that). The handlers are plain functions, so FastAPI runs them in its thread pool, off the event loop;
+they read the competition through `services.reader` (a `CompetitionReader`) on `app.state`.
 Race secrets are withheld here as well as by the reader: a race still open or running never shows its
 seed, problems or race clusters, whatever the reader returns.
 """
@@ -23,14 +24,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import orjson
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 
-from shoparena.arena.arena import Arena
+from shoparena.arena.api.services import Services
 from shoparena.arena.codestore import code_sha256
 from shoparena.arena.competition.firehose import DEFAULT_LIMIT, MAX_LIMIT, BadCursor, read_page
 from shoparena.arena.competition.models import AgentDetail, CompetitionReader, Race
@@ -123,97 +124,97 @@ def code_release(detail: AgentDetail, now: datetime) -> Refused | None:
     return None
 
 
-def public_router(reader: CompetitionReader, arena: Arena, clock: Callable[[], float]) -> APIRouter:
-    """The read endpoints over `reader` (the competition's state), `arena` (its code store and ledger
-    for released code, its trajectory store for the firehose) and `clock` (Unix seconds)."""
-    router = APIRouter()
+public_router = APIRouter()
 
-    def now() -> datetime:
-        return datetime.fromtimestamp(clock(), UTC)
 
-    @router.get("/v1/leaderboard")
-    def leaderboard() -> Response:
-        return _answer(lambda: _json(reader.leaderboard()))
+@public_router.get("/v1/leaderboard")
+def leaderboard(services: Services) -> Response:
+    return _answer(lambda: _json(services.reader.leaderboard()))
 
-    @router.get("/v1/races")
-    def races(limit: int = Query(50, ge=1)) -> Response:
-        return _answer(lambda: _json([sealed(race) for race in reader.races(min(limit, MAX_RACES))]))
 
-    @router.get("/v1/races/{race_id}")
-    def race(race_id: str) -> Response:
-        def make() -> Response:
-            found = reader.race(race_id)
-            if found is None:
-                raise not_found(f"no race {race_id[:80]!r} in this arena")
-            return _json(sealed(found))
+@public_router.get("/v1/races")
+def races(services: Services, limit: int = Query(50, ge=1)) -> Response:
+    return _answer(lambda: _json([sealed(race) for race in services.reader.races(min(limit, MAX_RACES))]))
 
-        return _answer(make)
 
-    def agent_detail(submission_id: str) -> AgentDetail:
-        found = reader.agent(submission_id) if plausible_submission_id(submission_id) else None
+@public_router.get("/v1/races/{race_id}")
+def race(services: Services, race_id: str) -> Response:
+    def make() -> Response:
+        found = services.reader.race(race_id)
         if found is None:
-            raise not_found(f"no submission {submission_id[:80]!r} in this arena")
-        return found
+            raise not_found(f"no race {race_id[:80]!r} in this arena")
+        return _json(sealed(found))
 
-    @router.get("/v1/agents/{submission_id}")
-    def agent(submission_id: str) -> Response:
-        return _answer(lambda: _json(agent_detail(submission_id)))
+    return _answer(make)
 
-    @router.get("/v1/agents/{submission_id}/code")
-    def agent_code(submission_id: str) -> Response:
-        def make() -> Response:
-            detail = agent_detail(submission_id)
-            withheld = code_release(detail, now())
-            if withheld is not None:
-                raise withheld
-            view = arena.ledger.get(submission_id)
-            if view is None:
-                raise not_found(f"submission {submission_id} is not in this arena's ledger")
-            data = arena.code.get(view.code_sha256)  # checked against its name by the code store
-            if code_sha256(data) != view.code_sha256:
-                raise ArenaError(f"code of submission {submission_id} does not match its sha256")
-            headers = {CODE_SHA256_HEADER: view.code_sha256}
-            return Response(data, media_type="text/x-python; charset=utf-8", headers=headers)
 
-        return _answer(make)
+def agent_detail(reader: CompetitionReader, submission_id: str) -> AgentDetail:
+    found = reader.agent(submission_id) if plausible_submission_id(submission_id) else None
+    if found is None:
+        raise not_found(f"no submission {submission_id[:80]!r} in this arena")
+    return found
 
-    @router.get("/v1/weights")
-    def weights() -> Response:
-        def make() -> Response:
-            found = reader.weights()
-            if found is None:
-                raise not_found("no weights yet: they are set from the first complete race")
-            return _json(found)
 
-        return _answer(make)
+@public_router.get("/v1/agents/{submission_id}")
+def agent(services: Services, submission_id: str) -> Response:
+    return _answer(lambda: _json(agent_detail(services.reader, submission_id)))
 
-    @router.get("/v1/trajectories")
-    def trajectories(
-        since: str | None = None,
-        limit: int = DEFAULT_LIMIT,
-        agent: str | None = None,
-        miner: str | None = None,
-    ) -> Response:
-        def make() -> Response:
-            if limit < 1:
-                body = Refusal(
-                    error="bad_limit", message=f"limit={limit}: a page holds 1 to {MAX_LIMIT} records"
-                )
-                raise Refused(400, body)
-            try:
-                where = RecordFilter(agent=agent, miner=miner)
-                page = read_page(arena.store, since, min(limit, MAX_LIMIT), where)
-            except BadCursor as exc:
-                raise Refused(400, Refusal(error="bad_cursor", message=str(exc))) from None
-            except ValidationError as exc:
-                raise Refused(400, Refusal(error="bad_filter", message=str(exc))) from None
-            headers = {
-                NEXT_CURSOR_HEADER: page.next_cursor,
-                RECORDS_HEADER: str(page.records),
-                "X-More": "true" if page.more else "false",
-            }
-            return Response(page.body, media_type=NDJSON, headers=headers)
 
-        return _answer(make)
+@public_router.get("/v1/agents/{submission_id}/code")
+def agent_code(services: Services, submission_id: str) -> Response:
+    def make() -> Response:
+        detail = agent_detail(services.reader, submission_id)
+        withheld = code_release(detail, services.now())
+        if withheld is not None:
+            raise withheld
+        arena = services.arena
+        view = arena.ledger.get(submission_id)
+        if view is None:
+            raise not_found(f"submission {submission_id} is not in this arena's ledger")
+        data = arena.code.get(view.code_sha256)  # checked against its name by the code store
+        if code_sha256(data) != view.code_sha256:
+            raise ArenaError(f"code of submission {submission_id} does not match its sha256")
+        headers = {CODE_SHA256_HEADER: view.code_sha256}
+        return Response(data, media_type="text/x-python; charset=utf-8", headers=headers)
 
-    return router
+    return _answer(make)
+
+
+@public_router.get("/v1/weights")
+def weights(services: Services) -> Response:
+    def make() -> Response:
+        found = services.reader.weights()
+        if found is None:
+            raise not_found("no weights yet: they are set from the first complete race")
+        return _json(found)
+
+    return _answer(make)
+
+
+@public_router.get("/v1/trajectories")
+def trajectories(
+    services: Services,
+    since: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    agent: str | None = None,
+    miner: str | None = None,
+) -> Response:
+    def make() -> Response:
+        if limit < 1:
+            body = Refusal(error="bad_limit", message=f"limit={limit}: a page holds 1 to {MAX_LIMIT} records")
+            raise Refused(400, body)
+        try:
+            where = RecordFilter(agent=agent, miner=miner)
+            page = read_page(services.arena.store, since, min(limit, MAX_LIMIT), where)
+        except BadCursor as exc:
+            raise Refused(400, Refusal(error="bad_cursor", message=str(exc))) from None
+        except ValidationError as exc:
+            raise Refused(400, Refusal(error="bad_filter", message=str(exc))) from None
+        headers = {
+            NEXT_CURSOR_HEADER: page.next_cursor,
+            RECORDS_HEADER: str(page.records),
+            "X-More": "true" if page.more else "false",
+        }
+        return Response(page.body, media_type=NDJSON, headers=headers)
+
+    return _answer(make)

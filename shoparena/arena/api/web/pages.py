@@ -8,7 +8,7 @@ functions, so FastAPI runs them in its thread pool (the reader may block on the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
@@ -18,8 +18,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from shoparena import __version__
 from shoparena.arena.api.public import plausible_submission_id, sealed
-from shoparena.arena.arena import Arena
-from shoparena.arena.competition.models import AgentDetail, CompetitionReader, Race
+from shoparena.arena.api.services import ArenaServices, Services
+from shoparena.arena.competition.models import AgentDetail, Race
 from shoparena.arena.errors import ArenaError
 
 HERE = Path(__file__).parent
@@ -90,77 +90,85 @@ def code_state(detail: AgentDetail, now: datetime) -> str:
     return "released" if now >= detail.code_release_at else "embargoed"
 
 
-def web_router(reader: CompetitionReader, arena: Arena, clock: Callable[[], float]) -> APIRouter:
-    """The HTML pages over `reader`; `arena` names the page, `clock` (Unix seconds) decides embargoes."""
-    router = APIRouter()
-    env = _environment()
-    title = arena.dir.name or "arena"
+ENV = _environment()
+web_router = APIRouter()
 
-    def render(template: str, status: int = 200, **context) -> HTMLResponse:
-        context.setdefault("now", now())
-        page = env.get_template(template).render(arena_name=title, version=__version__, **context)
-        return HTMLResponse(page, status_code=status, headers=SECURITY_HEADERS)
 
-    def guarded(make: Callable[[], HTMLResponse]) -> HTMLResponse:
-        try:
-            return make()
-        except ArenaError as exc:
-            return render("error.html", 503, heading="The arena cannot serve this page now", detail=str(exc))
+def render(services: ArenaServices, template: str, status: int = 200, **context) -> HTMLResponse:
+    context.setdefault("now", services.now())
+    title = services.arena.dir.name or "arena"
+    page = ENV.get_template(template).render(arena_name=title, version=__version__, **context)
+    return HTMLResponse(page, status_code=status, headers=SECURITY_HEADERS)
 
-    def now() -> datetime:
-        return datetime.fromtimestamp(clock(), UTC)
 
-    @router.get("/", response_class=HTMLResponse)
-    def index() -> HTMLResponse:
-        def make() -> HTMLResponse:
-            entries = reader.leaderboard()
-            races: list[Race] = [sealed(race) for race in reader.races(RECENT_RACES)]
-            incumbent = next((entry for entry in entries if entry.incumbent), None)
-            return render("index.html", entries=entries, incumbent=incumbent, races=races, bar=bar, now=now())
+def guarded(services: ArenaServices, make: Callable[[], HTMLResponse]) -> HTMLResponse:
+    try:
+        return make()
+    except ArenaError as exc:
+        return render(
+            services, "error.html", 503, heading="The arena cannot serve this page now", detail=str(exc)
+        )
 
-        return guarded(make)
 
-    @router.get("/agents/{submission_id}", response_class=HTMLResponse)
-    def agent_page(submission_id: str) -> HTMLResponse:
-        def make() -> HTMLResponse:
-            detail = reader.agent(submission_id) if plausible_submission_id(submission_id) else None
-            if detail is None:
-                return render(
-                    "error.html",
-                    404,
-                    heading="No such agent",
-                    detail=f"There is no submission {submission_id[:80]} in this arena.",
-                )
+@web_router.get("/", response_class=HTMLResponse)
+def index(services: Services) -> HTMLResponse:
+    def make() -> HTMLResponse:
+        entries = services.reader.leaderboard()
+        races: list[Race] = [sealed(race) for race in services.reader.races(RECENT_RACES)]
+        incumbent = next((entry for entry in entries if entry.incumbent), None)
+        return render(services, "index.html", entries=entries, incumbent=incumbent, races=races, bar=bar)
+
+    return guarded(services, make)
+
+
+@web_router.get("/agents/{submission_id}", response_class=HTMLResponse)
+def agent_page(services: Services, submission_id: str) -> HTMLResponse:
+    def make() -> HTMLResponse:
+        reader = services.reader
+        detail = reader.agent(submission_id) if plausible_submission_id(submission_id) else None
+        if detail is None:
             return render(
-                "agent.html",
-                agent=detail,
-                bar=bar,
-                quality=quality_chart(detail.judge_quality),
-                quality_height=QUALITY_CHART_HEIGHT,
-                code=code_state(detail, now()),
+                services,
+                "error.html",
+                404,
+                heading="No such agent",
+                detail=f"There is no submission {submission_id[:80]} in this arena.",
             )
+        return render(
+            services,
+            "agent.html",
+            agent=detail,
+            bar=bar,
+            quality=quality_chart(detail.judge_quality),
+            quality_height=QUALITY_CHART_HEIGHT,
+            code=code_state(detail, services.now()),
+        )
 
-        return guarded(make)
+    return guarded(services, make)
 
-    @router.get("/races/{race_id}", response_class=HTMLResponse)
-    def race_page(race_id: str) -> HTMLResponse:
-        def make() -> HTMLResponse:
-            found = reader.race(race_id)
-            if found is None:
-                return render(
-                    "error.html", 404, heading="No such race", detail=f"There is no race {race_id[:80]}."
-                )
-            return render("race.html", race=sealed(found), bar=bar)
 
-        return guarded(make)
-
-    @router.get("/static/{name}")
-    def static(name: str) -> Response:
-        found = STATIC.get(name)
+@web_router.get("/races/{race_id}", response_class=HTMLResponse)
+def race_page(services: Services, race_id: str) -> HTMLResponse:
+    def make() -> HTMLResponse:
+        found = services.reader.race(race_id)
         if found is None:
-            return Response(b"not found\n", status_code=404, media_type="text/plain")
-        media_type, data = found
-        headers = {"Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"}
-        return Response(data, media_type=media_type, headers=headers)
+            return render(
+                services,
+                "error.html",
+                404,
+                heading="No such race",
+                detail=f"There is no race {race_id[:80]}.",
+            )
+        return render(services, "race.html", race=sealed(found), bar=bar)
 
-    return router
+    return guarded(services, make)
+
+
+@web_router.get("/static/{name}")
+def static(name: str) -> Response:
+    found = STATIC.get(name)
+    if found is None:
+        return Response(b"not found\n", status_code=404, media_type="text/plain")
+    media_type, data = found
+    headers = {"Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"}
+    return Response(data, media_type=media_type, headers=headers)
