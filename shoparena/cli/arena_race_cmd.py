@@ -131,11 +131,16 @@ def close_cmd(arena_dir: DirOption, json_output: JsonOption = False) -> None:
 def tick_cmd(arena_dir: DirOption, json_output: JsonOption = False) -> None:
     """Do whatever is due now (open, start or close): the engine's `tick`, run from cron or a loop.
 
+    It takes the arena's ticker lock, so it is refused (nothing done) while a server with --tick-s or
+    an `arena ticker` process ticks the same arena.
+
     Examples:
       shoparena arena race tick --dir arena
       shoparena arena race tick --dir arena --json
     """
-    done = _step(arena_dir, lambda engine: engine.tick())
+    from shoparena.arena.competition.scheduler import tick_once
+
+    done = _step(arena_dir, tick_once)
     if json_output:
         print_json({"done": done})
     else:

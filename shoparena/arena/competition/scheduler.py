@@ -25,6 +25,7 @@ from sqlalchemy.exc import DBAPIError
 
 from shoparena.arena.competition.bank import bank_path
 from shoparena.arena.competition.engine import RaceEngine
+from shoparena.arena.errors import ArenaError
 
 log = logging.getLogger("shoparena.race")
 TICKER_LOCK_CLASS = 0x53_41_52_54
@@ -79,6 +80,25 @@ class TickerLock:
             with contextlib.suppress(DBAPIError):
                 self.connection.close()
             self.connection = None
+
+
+class TickerBusy(ArenaError):
+    """Another process holds this arena's ticker lock."""
+
+
+def tick_once(engine: RaceEngine) -> list[str]:
+    """One tick by hand (`arena race tick`, cron) under the same lock as the schedulers, so a manual
+    tick never races a running server's ticker into opening or closing a race twice."""
+    lock = TickerLock(engine.engine)
+    if not lock.held():
+        raise TickerBusy(
+            "another process holds this arena's ticker lock (a running `arena serve --tick-s` or "
+            "`arena ticker`): it ticks the races; nothing was done"
+        )
+    try:
+        return engine.tick()
+    finally:
+        lock.release()
 
 
 class RaceScheduler:
