@@ -3,25 +3,29 @@ real admission (through `shoparena arena check`, the CLI a miner runs), with the
 
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
 from typer.testing import CliRunner
 
 from shoparena.cli import app
-from shoparena.season.roster import MINERS_DIR, ROSTER, miner_files, roster
+from shoparena.season.roster import MINERS_DIR, ROSTER, VARIANTS, miner_files, miner_source, roster
+from shoparena.season.variants import Variant, render
 
 runner = CliRunner()
 
 
-def check(stem: str) -> tuple[int, dict]:
-    result = runner.invoke(app, ["arena", "check", str(MINERS_DIR / f"{stem}.py"), "--json"])
+def check(stem: str, directory) -> tuple[int, dict]:
+    path = directory / f"{stem}.py"
+    path.write_text(miner_source(stem), encoding="utf-8")
+    result = runner.invoke(app, ["arena", "check", str(path), "--json"])
     return result.exit_code, json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("spec", ROSTER, ids=lambda spec: spec.name)
-def test_each_roster_file_meets_admission_as_intended(spec):
-    code, verdict = check(spec.file)
+def test_each_roster_file_meets_admission_as_intended(spec, tmp_path):
+    code, verdict = check(spec.file, tmp_path)
     if spec.admitted:
         assert (code, verdict["status"]) == (0, "admitted"), verdict["violations"]
     else:
@@ -32,8 +36,8 @@ def test_each_roster_file_meets_admission_as_intended(spec):
 @pytest.mark.parametrize(
     "stem", [r.file for spec in ROSTER for r in spec.resubmissions], ids=lambda stem: stem
 )
-def test_every_resubmission_is_admitted(stem):
-    code, verdict = check(stem)
+def test_every_resubmission_is_admitted(stem, tmp_path):
+    code, verdict = check(stem, tmp_path)
     assert (code, verdict["status"]) == (0, "admitted"), verdict["violations"]
 
 
@@ -45,7 +49,34 @@ def test_the_roster_is_twelve_distinct_files_with_every_kind():
     assert {spec.axis for spec in ROSTER if spec.axis} == {"A", "B"}
     rules = {spec.rule.split(".")[0] for spec in ROSTER if spec.rule}
     assert rules == {"security", "integrity"}
-    assert sorted(p.stem for p in MINERS_DIR.glob("*.py")) == sorted(miner_files())
+    on_disk = sorted(p.stem for p in MINERS_DIR.glob("*.py"))
+    assert on_disk == sorted(set(miner_files()) - set(VARIANTS))
+    assert {variant.template for variant in VARIANTS.values()} <= set(on_disk)
+
+
+@pytest.mark.parametrize("stem", sorted(VARIANTS))
+def test_a_variant_is_its_template_but_for_its_constants_and_docstring_summary(stem):
+    variant = VARIANTS[stem]
+    rendered, template = ast.parse(miner_source(stem)), ast.parse(miner_source(variant.template))
+    values = {}
+    for ours, theirs in zip(rendered.body, template.body, strict=True):
+        if isinstance(ours, ast.Assign) and ours.targets[0].id in variant.constants:
+            values[ours.targets[0].id] = ast.literal_eval(ours.value)
+        elif ours is rendered.body[0]:
+            doc = ast.get_docstring(rendered, clean=False)
+            assert doc.startswith(variant.summary)
+            assert doc.removeprefix(variant.summary) in ast.get_docstring(template, clean=False)
+        else:
+            assert ast.dump(ours) == ast.dump(theirs)
+    assert values == variant.constants
+
+
+def test_a_variant_names_only_constants_its_template_has():
+    source = '''"""Doc."""\n\nMODEL = "a"\nTURNS = 3\n'''
+    rendered = render("t", source, Variant(template="t", constants={"MODEL": "b"}, summary="Other."))
+    assert rendered == '''"""Other."""\n\nMODEL = "b"\nTURNS = 3\n'''
+    with pytest.raises(ValueError, match="miner template t: no top-level constant STEPS"):
+        render("t", source, Variant(template="t", constants={"STEPS": 4}))
 
 
 def test_miners_n_takes_the_first_n_and_refuses_other_sizes():
