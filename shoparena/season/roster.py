@@ -141,12 +141,3 @@ def miner_source(stem: str) -> str:
 def render_variant(variant: Variant) -> str:
     """The miner file `variant` makes of its template."""
     return render(variant.template, template_source(variant.template), variant)
-
-
-def miner_files() -> list[str]:
-    """Every miner file stem the roster uses (first files and resubmissions)."""
-    stems = []
-    for spec in ROSTER:
-        stems.append(spec.file)
-        stems.extend(r.file for r in spec.resubmissions)
-    return stems

@@ -10,7 +10,14 @@ from typer.testing import CliRunner
 from shoparena.admission import check_submission
 from shoparena.arena.canonical import result_scores
 from shoparena.arena.models import EvaluationSettings
-from shoparena.arena.participants.tryout import TryoutError, TryoutSettings, arena_settings, try_agent
+from shoparena.arena.participants.tryout import (
+    TryoutError,
+    TryoutReport,
+    TryoutSettings,
+    admission,
+    arena_settings,
+    evaluate,
+)
 from shoparena.cli import app
 from shoparena.cli.miner_try_cmd import EXIT_BELOW_THRESHOLD, TEMPLATES
 from shoparena.season.roster import miner_source
@@ -25,6 +32,12 @@ def settings(tmp_path, small_catalog_dir, problems_file) -> TryoutSettings:
     return TryoutSettings(
         out=tmp_path / "try", catalog=small_catalog_dir, problems=problems_file, limit=3, evaluation=FAST
     )
+
+
+def try_agent(path, settings: TryoutSettings) -> TryoutReport:
+    """What `miner try` does with a file: admission, then (when admitted) the arena's evaluation."""
+    report = admission(path, settings)
+    return evaluate(report, settings) if report.admitted else report
 
 
 def season_miner(name: str, tmp_path):

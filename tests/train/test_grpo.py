@@ -21,6 +21,7 @@ from shoparena.train.multiturn import (
     run_rollouts,
 )
 from shoparena.train.rewards import RewardFormula
+from tests.jsonl import read_jsonl
 from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 from tests.train.sampling_world import world
 
@@ -89,10 +90,6 @@ def smoke(variant: str, tiny: str, sampling, problems: Path, out: Path, **overri
         **overrides,
     }
     return GRPOStageConfig(variant=variant, **options)
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
 def test_cli_v19_end_to_end_with_leak_guard_teachers_and_outputs(tiny, sampling, all_problems, tmp_path):

@@ -183,12 +183,6 @@ def admission(path: Path, settings: TryoutSettings) -> TryoutReport:
     )
 
 
-def try_agent(path: Path, settings: TryoutSettings, progress=None) -> TryoutReport:
-    """Admission, then (when admitted) the arena's evaluation of the file on the tryout's problems."""
-    report = admission(path, settings)
-    return evaluate(report, settings, progress) if report.admitted else report
-
-
 def evaluate(report: TryoutReport, settings: TryoutSettings, progress=None) -> TryoutReport:
     """`report` (an admitted file's) with the evaluation's outcomes and scores; `progress` gets the eval
     runner's progress after every problem."""

@@ -10,10 +10,15 @@ import pytest
 from typer.testing import CliRunner
 
 from shoparena.cli import app
-from shoparena.season.roster import MINERS_DIR, ROSTER, VARIANTS, miner_files, miner_source, roster
+from shoparena.season.roster import MINERS_DIR, ROSTER, VARIANTS, miner_source, roster
 from shoparena.season.variants import Variant, render
 
 runner = CliRunner()
+
+
+def miner_files() -> list[str]:
+    """Every miner file stem the roster uses (first files and resubmissions)."""
+    return [stem for spec in ROSTER for stem in (spec.file, *(r.file for r in spec.resubmissions))]
 
 
 def check(stem: str, directory) -> tuple[int, dict]:
