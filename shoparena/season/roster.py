@@ -79,6 +79,7 @@ ROSTER: tuple[MinerSpec, ...] = (
     MinerSpec(slot=5, file="reference_agentic", kind="honest", admitted=True, axis="B",
               about="the reference agentic policy, scripted (its calls are verified as code), "
                     "later a real model loop",
+              variant=Variant(template="reference_agentic", includes=("shoparena.agents.reference.wording",)),
               resubmissions=(Resubmission(day=3, file="tagged_agentic"),)),
     MinerSpec(slot=6, file="first_hit", kind="honest", admitted=True, axis="B",
               about="weakest honest baseline, later improved",

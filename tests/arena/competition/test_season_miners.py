@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import ast
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from shoparena.cli import app
 from shoparena.season.roster import MINERS_DIR, ROSTER, VARIANTS, miner_source, roster
-from shoparena.season.variants import Variant, render
+from shoparena.season.roster import template_source as miner_source_template
+from shoparena.season.variants import Variant, included_source, render
 
 runner = CliRunner()
 
@@ -54,12 +56,11 @@ def test_the_roster_is_twelve_distinct_files_with_every_kind():
     assert {spec.axis for spec in ROSTER if spec.axis} == {"A", "B"}
     rules = {spec.rule.split(".")[0] for spec in ROSTER if spec.rule}
     assert rules == {"security", "integrity"}
-    on_disk = sorted(p.stem for p in MINERS_DIR.glob("*.py"))
-    assert on_disk == sorted(set(miner_files()) - set(VARIANTS))
-    assert {variant.template for variant in VARIANTS.values()} <= set(on_disk)
+    on_disk = {p.stem for p in MINERS_DIR.glob("*.py")}
+    assert on_disk == set(miner_files()) - set(VARIANTS) | {v.template for v in VARIANTS.values()}
 
 
-@pytest.mark.parametrize("stem", sorted(VARIANTS))
+@pytest.mark.parametrize("stem", sorted(stem for stem, v in VARIANTS.items() if not v.includes))
 def test_a_variant_is_its_template_but_for_its_constants_and_docstring_summary(stem):
     variant = VARIANTS[stem]
     rendered, template = ast.parse(miner_source(stem)), ast.parse(miner_source(variant.template))
@@ -74,6 +75,36 @@ def test_a_variant_is_its_template_but_for_its_constants_and_docstring_summary(s
         else:
             assert ast.dump(ours) == ast.dump(theirs)
     assert values == variant.constants
+
+
+def test_the_reference_miner_reads_queries_by_the_reference_agents_own_rules():
+    from shoparena.agents.reference import wording
+
+    rendered = miner_source("reference_agentic")
+    marker = "# include: shoparena.agents.reference.wording\n"
+    assert marker not in rendered and marker in miner_source_template("reference_agentic")
+    functions = {n.name: ast.unparse(n) for n in ast.parse(rendered).body if isinstance(n, ast.FunctionDef)}
+    source = Path(wording.__file__).read_text(encoding="utf-8")
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef):
+            assert functions[node.name] == ast.unparse(node), node.name
+    # the rendered file runs the module's rules as they are: same answers on a voucher query
+    namespace: dict = {}
+    exec(
+        compile(
+            "import re\n" + included_source("t", "import re", "shoparena.agents.reference.wording"),
+            "w",
+            "exec",
+        ),
+        namespace,
+    )
+    query = "Find a shop that offers these items: (1) a lamp under 300 pesos; (2) a red mug. My budget is only `900`"
+    assert namespace["request_phrases"](query, "shop") == wording.request_phrases(query, "shop")
+
+
+def test_an_included_module_needs_its_imports_in_the_template():
+    with pytest.raises(ValueError, match="needs `import re`"):
+        included_source("t", "import json", "shoparena.agents.reference.wording")
 
 
 def test_a_variant_names_only_constants_its_template_has():
