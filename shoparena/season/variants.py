@@ -47,7 +47,8 @@ def literal(value: Constant) -> str:
 
 
 def render(template_name: str, source: str, variant: Variant) -> str:
-    """`source` (the template's text) with the variant's constants and docstring summary in place."""
+    """`source` (the template's text) with the variant's constants, docstring summary and included
+    modules in place."""
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     edits: dict[str, tuple[int, int, str]] = {}
