@@ -16,11 +16,10 @@ from shoparena.cli.common import console, fail, print_json, say
 from shoparena.cli.model_options import command_from_models, model_values
 from shoparena.records.options import CliFlag, SimilarityName
 
-SEASON_MINERS = Path(__file__).resolve().parents[1] / "season" / "miners"
 TEMPLATES = {
-    "model": "agentic_model.py",
-    "pipeline": "narrated_pipeline.py",
-    "keyword": "keyword_verify.py",
+    "model": "agentic_model",
+    "pipeline": "narrated_pipeline",
+    "keyword": "keyword_verify",
 }
 """`miner new --template` → the season's miner file it copies (each one races in `arena simulate`)."""
 Template = Literal["model", "pipeline", "keyword"]
@@ -97,12 +96,12 @@ def register(miner_app: typer.Typer) -> None:
         """
         if agent.exists() and not force:
             raise fail(f"{agent} exists; choose another name or pass --force to overwrite it")
-        source = SEASON_MINERS / TEMPLATES[template]
+        stem = TEMPLATES[template]
         try:
-            agent.write_bytes(source.read_bytes())
+            agent.write_text(miner_source(stem), encoding="utf-8")
         except OSError as exc:
             raise fail(f"{agent}: cannot write: {exc.strerror or exc}") from None
-        say(f"wrote {agent} (the {template} template, from {source.name})")
+        say(f"wrote {agent} (the {template} template, from {stem}.py)")
         say(f"next: `shoparena miner try {agent}`, then `shoparena miner submit --key miner.json {agent}`")
 
     command_from_models(

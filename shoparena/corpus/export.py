@@ -196,8 +196,3 @@ def read_parquet_rows(path: Path | str) -> list[dict]:
             }
         )
     return rows
-
-
-def read_jsonl(path: Path | str) -> list[dict]:
-    with Path(path).open("rb") as handle:
-        return [orjson.loads(line) for line in handle if line.strip()]

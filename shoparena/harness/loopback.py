@@ -1,9 +1,8 @@
 """Serve an ASGI app with uvicorn from a background thread of this process, on a real TCP socket.
 
-Why here: the model server (and its tests and benchmark) runs a FastAPI app in-process, and the
-agents layer cannot import the arena's `running(app)` (the arena sits above it) nor reuse the tool
-server's lifecycle (it is bound to the tool routes and their sessions). This is the same few lines as
-`shoparena.arena.api.app.running`; the arena could use this one instead.
+Why here: the model server (and its tests and benchmark) and the arena's `running(app)` run a FastAPI
+app in-process. `ServerThread` is the start/stop of a uvicorn server in a daemon thread that `AppThread`
+and the tool server (`harness.tool_server`, with its own sockets and settings) both run on.
 
 HTTP is parsed by h11, never httptools (uvicorn's httptools protocol buffers a request head without
 any bound); the socket is TCP with `IPPROTO_TCP` so asyncio sets TCP_NODELAY (otherwise a reply's
@@ -17,6 +16,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 START_TIMEOUT_S = 30.0
@@ -42,6 +42,59 @@ def _quiet_cancellations() -> None:
         logger.addFilter(QuietCancellation())
 
 
+class ServerThread:
+    """A uvicorn server serving already-bound sockets from a daemon thread, from `start` (it is
+    listening) to `stop`."""
+
+    def __init__(self, server: Any, thread: threading.Thread):
+        self.server = server
+        self.thread = thread
+
+    @classmethod
+    def start(
+        cls, config: Any, sockets: Sequence[socket.socket], *, name: str, failed: str, timeout_s: float
+    ) -> ServerThread:
+        """Run `config` on `sockets` in a thread named `name`; when it does not start, the sockets are
+        closed and the error is `failed` and why."""
+        import uvicorn
+
+        server = uvicorn.Server(config)
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            try:
+                server.run(sockets=list(sockets))
+            except BaseException as exc:  # reported by start(); a thread's exception would be lost
+                failure.append(exc)
+
+        thread = threading.Thread(target=serve, name=name, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        if not server.started:
+            server.should_exit = True
+            thread.join(timeout=2)
+            for sock in sockets:
+                sock.close()
+            why = f": {type(failure[0]).__name__}: {failure[0]}" if failure else ""
+            raise RuntimeError(f"{failed}{why}")
+        return cls(server, thread)
+
+    def stop(self, grace_s: float) -> None:
+        """Ask the server to exit; past `grace_s`, requests still in flight are cancelled."""
+        self.server.should_exit = True
+        self.thread.join(timeout=grace_s)
+        if self.thread.is_alive():
+            self.server.force_exit = True
+            self.thread.join(timeout=2)
+
+    def wait(self) -> None:
+        """Block until the server stops (Ctrl-C in a CLI)."""
+        while self.thread.is_alive():
+            self.thread.join(timeout=0.5)
+
+
 class AppThread:
     """`app` served on `host:port` (port 0: a free one) while started; a context manager.
 
@@ -59,13 +112,12 @@ class AppThread:
         self.port = port
         self.name = name
         self.options = {"log_level": "warning", "access_log": False, **options}
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._running: ServerThread | None = None
         self._socket: socket.socket | None = None
 
     @property
     def url(self) -> str:
-        if self._server is None:
+        if self._running is None:
             raise RuntimeError(f"{self.name}: not started")
         host = CONNECT_HOST.get(self.host, self.host)  # a wildcard address is reached on loopback
         host = f"[{host}]" if ":" in host else host
@@ -74,7 +126,7 @@ class AppThread:
     def start(self) -> AppThread:
         import uvicorn
 
-        if self._server is not None:
+        if self._running is not None:
             return self
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -88,48 +140,29 @@ class AppThread:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, **self.FIXED, backlog=BACKLOG, **self.options)
         _quiet_cancellations()  # after Config: it (re)configures uvicorn's loggers
-        server = uvicorn.Server(config)
-        failure: list[BaseException] = []
-
-        def serve() -> None:
-            try:
-                server.run(sockets=[sock])
-            except BaseException as exc:  # reported by start(); a thread's exception would be lost
-                failure.append(exc)
-
-        thread = threading.Thread(target=serve, name=f"{self.name}:{self.port}", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not server.started and thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.005)
-        if not server.started:
-            server.should_exit = True
-            thread.join(timeout=2)
-            sock.close()
-            why = f": {type(failure[0]).__name__}: {failure[0]}" if failure else ""
-            raise RuntimeError(f"{self.name} did not start on {self.host}:{self.port}{why}")
-        self._server, self._thread, self._socket = server, thread, sock
+        self._running = ServerThread.start(
+            config,
+            [sock],
+            name=f"{self.name}:{self.port}",
+            failed=f"{self.name} did not start on {self.host}:{self.port}",
+            timeout_s=START_TIMEOUT_S,
+        )
+        self._socket = sock
         return self
 
     def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
+        running, self._running = self._running, None
+        if running is None:
             return
-        server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=STOP_GRACE_S)
-            if self._thread.is_alive():
-                server.force_exit = True
-                self._thread.join(timeout=2)
+        running.stop(STOP_GRACE_S)
         if self._socket is not None:
             self._socket.close()
 
     def serve_forever(self) -> None:
         """Block until the server stops (Ctrl-C in a CLI)."""
-        if self._thread is None:
+        if self._running is None:
             raise RuntimeError(f"{self.name}: not started")
-        while self._thread.is_alive():
-            self._thread.join(timeout=0.5)
+        self._running.wait()
 
     def __enter__(self) -> AppThread:
         return self.start()

@@ -65,6 +65,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from shoparena.harness.call_ledger import CallLedger
 from shoparena.harness.episode import Episode
+from shoparena.harness.loopback import ServerThread
 from shoparena.harness.tool_routes import RESERVED_KEYS, build_app
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "RESERVED_KEYS", "ToolServer", "ToolSession"]
@@ -138,14 +139,13 @@ class ToolServer:
         self._routers = list(routers)
         self._sessions: dict[str, ToolSession] = {}
         self._lock = threading.Lock()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._running: ServerThread | None = None
         self._socket_inode: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def include_router(self, router: APIRouter) -> None:
         """Mount more routes beside the tools (before `start()`)."""
-        if self._server is not None:
+        if self._running is not None:
             raise RuntimeError("routers are mounted before the tool server starts")
         self._routers.append(router)
 
@@ -153,7 +153,7 @@ class ToolServer:
         return build_app(self, self._routers)
 
     def start(self) -> ToolServer:
-        if self._server is not None:
+        if self._running is not None:
             return self
         sockets = self._bind()
         config = uvicorn.Config(
@@ -168,42 +168,21 @@ class ToolServer:
             http=self.http_protocol,
             h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
-        server = uvicorn.Server(config)
-        failure: list[BaseException] = []
-
-        def serve() -> None:
-            try:
-                server.run(sockets=sockets)
-            except BaseException as exc:  # reported by start(); a thread's exception would be lost
-                failure.append(exc)
-
         name = f"tool-server:{self.port if self.host is not None else self.socket_path}"
-        thread = threading.Thread(target=serve, name=name, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not server.started and thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.002)
-        if not server.started:
-            server.should_exit = True
-            thread.join(timeout=2)
-            for sock in sockets:
-                sock.close()
+        try:
+            self._running = ServerThread.start(
+                config, sockets, name=name, failed="the tool server did not start", timeout_s=START_TIMEOUT_S
+            )
+        except RuntimeError:
             self._remove_socket_file()
-            why = f": {type(failure[0]).__name__}: {failure[0]}" if failure else ""
-            raise RuntimeError(f"the tool server did not start{why}")
-        self._server, self._thread = server, thread
+            raise
         return self
 
     def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
+        running, self._running = self._running, None
+        if running is None:
             return
-        server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=SHUTDOWN_GRACE_S + 2)
-            if self._thread.is_alive():
-                server.force_exit = True
-                self._thread.join(timeout=2)
+        running.stop(SHUTDOWN_GRACE_S + 2)
         self._remove_socket_file()
         with self._lock:
             self._sessions.clear()
@@ -216,7 +195,7 @@ class ToolServer:
 
     @property
     def running(self) -> bool:
-        return self._server is not None
+        return self._running is not None
 
     @property
     def tcp_url(self) -> str | None:
@@ -241,7 +220,7 @@ class ToolServer:
         return url
 
     def _require_running(self) -> None:
-        if self._server is None:
+        if self._running is None:
             raise RuntimeError("the tool server is not running; call start() or use it as a context manager")
 
     # -- listening sockets --------------------------------------------------------------------------

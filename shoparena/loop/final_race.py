@@ -1,7 +1,8 @@
 """The loop's last arena day: the distilled checkpoint goes back into the arena as a miner.
 
 The miner file is the season's axis-A miner (`agentic_model`: the model emits every tool call through
-the arena's inference proxy) with one line changed — the model it asks for is `shoparena-distilled` —
+the arena's inference proxy) rendered with one constant changed — the model it asks for is
+`shoparena-distilled` (a `season.variants.Variant`, as the season's own variants are made) —
 so the final race compares models under one policy. The checkpoint is served as an OpenAI-compatible
 endpoint (`agents.model_server`: transformers in-process, or vLLM), and the validators' proxy
 allowlist maps `shoparena-distilled` to it. Everything else is the season's machinery: a one-day
@@ -17,17 +18,14 @@ from typing import Any
 from shoparena.loop.layout import DISTILLED_MINER, DISTILLED_MODEL, LoopLayout
 
 AXIS_A_MINER = "agentic_model"
-MODEL_LINE = 'MODEL = "reference-agentic"'
 
 
 def distilled_miner_source() -> str:
     """The season's axis-A miner file, asking for the distilled model instead of the reference one."""
-    from shoparena.season.roster import miner_source
+    from shoparena.season.roster import render_variant
+    from shoparena.season.variants import Variant
 
-    source = miner_source(AXIS_A_MINER)
-    if source.count(MODEL_LINE) != 1:
-        raise RuntimeError(f"the {AXIS_A_MINER} miner no longer has exactly one line {MODEL_LINE!r}")
-    return source.replace(MODEL_LINE, f'MODEL = "{DISTILLED_MODEL}"')
+    return render_variant(Variant(template=AXIS_A_MINER, constants={"MODEL": DISTILLED_MODEL}))
 
 
 def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[str, Any]:

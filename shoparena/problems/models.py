@@ -72,19 +72,6 @@ class RewardSpec(BaseModel):
                 raise ValueError("price 'less than' needs an upper bound")
         return value
 
-    def price_range(self) -> tuple[float, float | None] | None:
-        """The (inclusive) range all price constraints allow together, or None without constraints."""
-        if not self.price:
-            return None
-        low, high = 0.0, None
-        for constraint in self.price:
-            ((_, (lo, hi)),) = constraint.items()
-            if lo is not None:
-                low = max(low, lo)
-            if hi is not None:
-                high = hi if high is None else min(high, hi)
-        return low, high
-
 
 class Voucher(BaseModel):
     """The voucher of a voucher task (upstream keys)."""

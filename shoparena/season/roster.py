@@ -1,5 +1,5 @@
-"""The season's miners: a fixed roster of real miner files (package data in `miners/`), in the order
-`--miners N` takes them.
+"""The season's miners: a fixed roster of real miner files (package data in `miners/`, or rendered from
+one of them: see `variants`), in the order `--miners N` takes them.
 
 Each entry says what the file is for and what admission must do with it, so a test can check every
 file with the real admission and the season can tell an intended rejection from a surprise. Some
@@ -28,6 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shoparena.season.variants import Variant, render
+
 MINERS_DIR = Path(__file__).resolve().parent / "miners"
 
 
@@ -46,7 +48,9 @@ class MinerSpec(BaseModel):
 
     slot: int = Field(ge=1)
     file: str
-    """Stem of a file in `miners/`."""
+    """Stem of a file in `miners/`, or of the file `variant` renders."""
+    variant: Variant | None = None
+    """Set when `file` is made from another miner file with other constants."""
     kind: Literal["honest", "faulty", "malicious"]
     admitted: bool
     """What admission must do with `file` (and with every resubmission: those are honest files)."""
@@ -75,6 +79,7 @@ ROSTER: tuple[MinerSpec, ...] = (
     MinerSpec(slot=5, file="reference_agentic", kind="honest", admitted=True, axis="B",
               about="the reference agentic policy, scripted (its calls are verified as code), "
                     "later a real model loop",
+              variant=Variant(template="reference_agentic", includes=("shoparena.agents.reference.wording",)),
               resubmissions=(Resubmission(day=3, file="tagged_agentic"),)),
     MinerSpec(slot=6, file="first_hit", kind="honest", admitted=True, axis="B",
               about="weakest honest baseline, later improved",
@@ -82,7 +87,12 @@ ROSTER: tuple[MinerSpec, ...] = (
     MinerSpec(slot=7, file="shell_probe", kind="malicious", admitted=False,
               rule="security.banned_import", about="shells out with os.system and subprocess"),
     MinerSpec(slot=8, file="wide_pipeline", kind="honest", admitted=True, axis="B",
-              about="axis B with two result pages and ten verified candidates"),
+              about="axis B with two result pages and ten verified candidates",
+              variant=Variant(
+                  template="narrated_pipeline", constants={"MAX_STEPS": 24, "VIEW_BATCH": 10, "PAGES": 2},
+                  summary="Axis B, wider search: the narrated pipeline reading two result pages per item "
+                          "and verifying ten\ncandidates instead of six (a search-and-verification variant "
+                          "with a larger step budget).")),
     MinerSpec(slot=9, file="eval_payload", kind="malicious", admitted=False,
               rule="security.banned_call", about="runs code from a string with eval"),
     MinerSpec(slot=10, file="sleeper", kind="faulty", admitted=True,
@@ -90,7 +100,12 @@ ROSTER: tuple[MinerSpec, ...] = (
     MinerSpec(slot=11, file="answer_table", kind="malicious", admitted=False,
               rule="integrity.answer_table", about="hard-coded answers by query text"),
     MinerSpec(slot=12, file="frugal_agentic", kind="honest", admitted=True, axis="A",
-              about="axis A on a four-turn budget"),
+              about="axis A on a four-turn budget",
+              variant=Variant(
+                  template="agentic_model", constants={"MAX_TURNS": 4},
+                  summary="Axis A on a tight budget: the same model-driven chat loop as agentic_model, cut "
+                          "to four turns, so\nthe model often runs out before it has checked enough "
+                          "candidates (a step-budget variant).")),
 )  # fmt: skip
 FAVOURITE_SLOT = 2
 """The dishonest validator's favourite: the narrated pipeline, which qualifies and races honestly but is
@@ -104,18 +119,26 @@ def roster(n: int) -> list[MinerSpec]:
     return list(ROSTER[:n])
 
 
-def miner_source(stem: str) -> str:
-    """The text of `miners/STEM.py` (package data)."""
+VARIANTS: dict[str, Variant] = {spec.file: spec.variant for spec in ROSTER if spec.variant}
+"""The roster's rendered files by stem."""
+
+
+def template_source(stem: str) -> str:
+    """The text of `miners/STEM.py` (package data), a miner file as it is written on disk."""
     path = MINERS_DIR / f"{stem}.py"
     if not path.is_file():
         raise ValueError(f"no miner file {stem!r} in {MINERS_DIR}")
     return path.read_text(encoding="utf-8")
 
 
-def miner_files() -> list[str]:
-    """Every miner file stem the roster uses (first files and resubmissions)."""
-    stems = []
-    for spec in ROSTER:
-        stems.append(spec.file)
-        stems.extend(r.file for r in spec.resubmissions)
-    return stems
+def miner_source(stem: str) -> str:
+    """The text the season submits as miner file STEM: the file on disk, or its rendered variant.
+
+    Every reader of a season miner file (the season, `miner new`, the loop, the tests) reads it here."""
+    variant = VARIANTS.get(stem)
+    return template_source(stem) if variant is None else render_variant(variant)
+
+
+def render_variant(variant: Variant) -> str:
+    """The miner file `variant` makes of its template."""
+    return render(variant.template, template_source(variant.template), variant)

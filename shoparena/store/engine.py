@@ -152,9 +152,3 @@ def current_revision(engine: Engine) -> str | None:
 
     with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
-
-
-def head_revision() -> str | None:
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()

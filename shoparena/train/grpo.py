@@ -10,8 +10,9 @@ a step cap, the verified call log, the strict scorer), so the rollouts come from
 (`multiturn.run_rollout`) through TRL's `rollout_func`: for each of the B × K prompts it plays the
 episode turn by turn in eval mode and hands TRL the prompt ids, the completion ids exactly as
 generated (every turn, every tool turn), and `env_mask` (1 = model-generated, the only tokens the
-loss sees). The rewards ride along as extra fields, read by two reward functions (`outcome` weight 1,
-`tool_match` weight `tool_weight`). Sampling log-probabilities are not returned (None): TRL uses them
+loss sees). The rewards ride along as extra fields, one reward function a term of the reward formula
+(`rewards.RewardFormula`: `outcome` weight 1, `tool_match` weight `tool_weight`, `prm` weight
+`prm_weight` with a process-reward head). Sampling log-probabilities are not returned (None): TRL uses them
 only to correct vLLM's sampler mismatch, and these rollouts sample with the trained model itself.
 
 Before every update (`_compute_loss`, each micro-batch, before backward) the trainer proves the loss
@@ -51,7 +52,14 @@ from shoparena.train.multiturn import (
     assert_loss_in_assistant_turns,
     run_rollouts,
 )
-from shoparena.train.rewards import TeacherSet, hallucinated_ids, load_teachers, model_steps, tool_match
+from shoparena.train.rewards import (
+    RewardFormula,
+    TeacherSet,
+    hallucinated_ids,
+    load_teachers,
+    model_steps,
+    tool_match,
+)
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "v17": {
@@ -173,6 +181,9 @@ class GRPOStageConfig(StageConfig):
             raise ValueError(f"prm_weight {self.prm_weight}: give --prm-head (a `train prm` head directory)")
         return self
 
+    def reward_formula(self) -> RewardFormula:
+        return RewardFormula(tool_weight=self.tool_weight, prm_weight=self.prm_weight)
+
 
 class RolloutStats(BaseModel):
     """What the rollouts of one logging window did (merged into each metrics.jsonl line)."""
@@ -238,21 +249,15 @@ class MaskGuard:
         return rows
 
 
-def _reward_outcome(prompts, completions, outcome, **_: Any) -> list[float]:
-    return [float(v) for v in outcome]
+def reward_function(term: str) -> Callable[..., list[float]]:
+    """TRL's reward function for one term of the formula: it reads the field the rollout carries
+    (TRL logs it as `rewards/TERM/mean`)."""
 
+    def read(prompts: Any, completions: Any, **fields: Any) -> list[float]:
+        return [float(v) for v in fields[term]]
 
-def _reward_tool_match(prompts, completions, tool_match, **_: Any) -> list[float]:
-    return [float(v) for v in tool_match]
-
-
-def _reward_prm(prompts, completions, prm, **_: Any) -> list[float]:
-    return [float(v) for v in prm]
-
-
-_reward_outcome.__name__ = "outcome"
-_reward_tool_match.__name__ = "tool_match"
-_reward_prm.__name__ = "prm"
+    read.__name__ = term
+    return read
 
 
 def process_reward(model: Any, messages: list[dict], tools: list[dict] | None) -> float:
@@ -329,8 +334,9 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     # a previous stage's adapter directory loads as its base chain merged: GRPO starts from that policy,
     # measures its KL to it, and the new adapter records that directory as its base (save_adapter)
     model = load_causal_lm(config.model, dtype=config.dtype, attn_implementation=config.attn_implementation)
+    formula = config.reward_formula()
     prm_model = None
-    if config.prm_weight > 0:
+    if "prm" in formula.terms:
         from shoparena.train.prm import ProcessRewardModel
 
         prm_model = ProcessRewardModel(config.prm_head)  # its own frozen base: the policy moves, it does not
@@ -403,7 +409,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
                 {
                     "step": trainer.state.global_step + 1,
                     "problem_id": r.problem_id,
-                    "reward": s.rule + config.tool_weight * match + config.prm_weight * prm,
+                    "reward": formula.total({"outcome": s.rule, "tool_match": match, "prm": prm}),
                     "outcome": s.rule,
                     "success": s.success,
                     "tool_match": match,
@@ -503,7 +509,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         max_completion_length=config.max_completion_tokens,
         temperature=config.temperature,
         top_p=config.top_p,
-        reward_weights=[1.0, config.tool_weight, *([config.prm_weight] if prm_model is not None else [])],
+        reward_weights=formula.weights,
         num_train_epochs=config.num_train_epochs,
         max_steps=config.max_steps or -1,
         disable_tqdm=True,
@@ -528,7 +534,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     )
     trainer = MaskCheckedGRPOTrainer(
         model=model,
-        reward_funcs=[_reward_outcome, _reward_tool_match, *([_reward_prm] if prm_model is not None else [])],
+        reward_funcs=[reward_function(term) for term in formula.terms],
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -602,8 +608,8 @@ def _report(
         "B × K": f"{config.batch_problems} × {config.num_generations}",
         "learning rate": config.learning_rate,
         "β (KL)": config.beta,
-        "reward": f"outcome + {config.tool_weight:g} × tool-match"
-        + (f" + {config.prm_weight:g} × process reward ({config.prm_head})" if config.prm_weight > 0 else ""),
+        "reward": config.reward_formula().describe()
+        + (f" ({config.prm_head})" if config.prm_weight > 0 else ""),
         "steps a rollout": config.max_rollout_steps,
         "loss": f"dr_grpo (reward − group mean, no std; per-token ÷ {config.max_completion_tokens})",
         "optimizer steps": steps,

@@ -1,6 +1,6 @@
 """GRPO rewards (SPEC §9.5): the episode's outcome plus a per-step tool-match against a teacher.
 
-reward = outcome + tool_weight × tool_match
+reward = outcome + tool_weight × tool_match [+ prm_weight × prm]   (`RewardFormula`)
 
 - **outcome** is the strict rule score of the episode (`RuleScorer` in production-strict mode, the
   arena's scorer): the mean rule over the reward positions, so a partial answer earns partial credit
@@ -10,6 +10,8 @@ reward = outcome + tool_weight × tool_match
   `0.5 · [same tool] + 0.5 · [same tool] · argument_similarity`, so a wrong tool earns nothing and the
   right tool with the right arguments earns 1. The sum is divided by the longer of the two call
   lists, so missing and surplus calls both cost. Identical call sequences score exactly 1.
+- **prm** (only with a process-reward head, `train grpo --prm-head`): the head's mean predicted rule
+  over the episode's decision points.
 - **hallucinated ids** (a logged diagnostic, not a reward term): product ids the model recommended,
   viewed or checked that no search of the same episode returned.
 
@@ -185,9 +187,33 @@ def hallucinated_ids(calls: Iterable[CallRecord]) -> list[str]:
     return sorted(used - found)
 
 
-def total_reward(outcome: float, match: float, tool_weight: float) -> float:
-    """The scalar GRPO optimises: outcome + tool_weight × tool_match."""
-    return outcome + tool_weight * match
+class RewardFormula(BaseModel):
+    """The scalar GRPO optimises, as weighted terms: the trainer's reward functions and weights, the
+    per-rollout log and the report all read it here, so they cannot disagree."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool_weight: float = Field(0.0, ge=0)
+    prm_weight: float = Field(0.0, ge=0)
+    """0: no process-reward term at all (no head is loaded, no `prm` field is logged)."""
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """The reward fields each rollout carries, in the trainer's order."""
+        return ("outcome", "tool_match", *(("prm",) if self.prm_weight > 0 else ()))
+
+    @property
+    def weights(self) -> list[float]:
+        """One weight per term (TRL's `reward_weights`)."""
+        return [1.0, self.tool_weight, *([self.prm_weight] if self.prm_weight > 0 else [])]
+
+    def total(self, values: Mapping[str, float]) -> float:
+        """The weighted sum of one rollout's terms (what TRL's weighted reward sum comes to)."""
+        return sum(weight * values[term] for term, weight in zip(self.terms, self.weights, strict=True))
+
+    def describe(self) -> str:
+        text = f"outcome + {self.tool_weight:g} × tool-match"
+        return text + (f" + {self.prm_weight:g} × process reward" if self.prm_weight > 0 else "")
 
 
 # -- teacher trajectories -----------------------------------------------------------------------------

@@ -17,7 +17,12 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from shoparena.train.config import StageResult
-from shoparena.train.sampled_sft import SampledSFTConfig, check_single_process, train_on_rows
+from shoparena.train.sampled_sft import (
+    SampledSFTConfig,
+    check_single_process,
+    collect_rollouts,
+    train_on_rows,
+)
 
 
 class RSStageConfig(SampledSFTConfig):
@@ -46,23 +51,12 @@ def mix_rows(
 
 def run_rs(config: RSStageConfig) -> StageResult:
     from shoparena.train.corpus_data import read_training_data
-    from shoparena.train.rollouts import collect
 
     check_single_process(config.stage)
     started = time.monotonic()
     config.write_resolved()
     agent = config.sampler or f"hf:{config.model}"
-    collected = collect(
-        agent,
-        config.catalog,
-        config.problems,
-        config.corpus,
-        config.out,
-        config.sampling(),
-        limit=config.limit,
-        never_touch=config.never_touch,
-        progress=config.progress,
-    )
+    collected = collect_rollouts(config, agent)
     corpus = read_training_data(config.corpus)
     rows, drawn = mix_rows(collected.rows, corpus.train, config.mix_ratio, config.seed)
     composition: dict[str, Any] = {

@@ -22,7 +22,7 @@ from pydantic import Field
 from shoparena.records.options import Executor, Profile, SimilarityName
 from shoparena.train.config import StageConfig, StageResult
 from shoparena.train.metrics import METRICS_FILE, REPORT_FILE, read_metrics, write_report
-from shoparena.train.rollouts import Collected, Sampling, write_jsonl
+from shoparena.train.rollouts import Collected, Sampling, collect, write_jsonl
 
 
 class SampledSFTConfig(StageConfig):
@@ -111,6 +111,21 @@ class SampledSFTConfig(StageConfig):
             **self.sft,
         }
         return SFTStageConfig.from_values(values, source=f"{self.stage} stage's sft options")
+
+
+def collect_rollouts(config: SampledSFTConfig, agent: str) -> Collected:
+    """`agent`'s episodes on the config's training problems behind the corpus' leak guard, in OUT."""
+    return collect(
+        agent,
+        config.catalog,
+        config.problems,
+        config.corpus,
+        config.out,
+        config.sampling(),
+        limit=config.limit,
+        never_touch=config.never_touch,
+        progress=config.progress,
+    )
 
 
 def train_on_rows(

@@ -16,7 +16,12 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from shoparena.train.config import StageResult
-from shoparena.train.sampled_sft import SampledSFTConfig, check_single_process, train_on_rows
+from shoparena.train.sampled_sft import (
+    SampledSFTConfig,
+    check_single_process,
+    collect_rollouts,
+    train_on_rows,
+)
 
 UPSAMPLED_BUCKET = "voucher"
 
@@ -54,22 +59,11 @@ def upsample(rows: list[dict], bucket: str, copies: int, seed: int) -> tuple[lis
 
 def run_teacher(config: TeacherStageConfig) -> StageResult:
     from shoparena.train.corpus_data import read_training_data
-    from shoparena.train.rollouts import collect
 
     check_single_process(config.stage)
     started = time.monotonic()
     config.write_resolved()
-    collected = collect(
-        config.teacher,
-        config.catalog,
-        config.problems,
-        config.corpus,
-        config.out,
-        config.sampling(),
-        limit=config.limit,
-        never_touch=config.never_touch,
-        progress=config.progress,
-    )
+    collected = collect_rollouts(config, config.teacher)
     rows, vouchers = upsample(collected.rows, UPSAMPLED_BUCKET, config.voucher_upsample, config.seed)
     composition: dict[str, Any] = {
         "teacher_rows": len(collected.rows),

@@ -1,9 +1,10 @@
 """Admission against its corpora: every evasion is rejected with the rule it names, every realistic agent
-(the reference agents as miner files included) is admitted — and really runs as a miner."""
+(the season's pipeline and reference miners included) is admitted — and really runs as a miner."""
 
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,7 @@ from shoparena.agents.base import ProblemView
 from shoparena.agents.miner.file_agent import make_file_agent
 from shoparena.harness import Episode
 from shoparena.problems.generator import ProblemGenerator
-from tests.arena.corpus import ADVERSARIAL, BENIGN, MINERS, evasion, expected_rules
+from tests.arena.corpus import ADVERSARIAL, BENIGN, MINERS, SEASON_BENIGN, evasion, expected_rules
 
 MIN_ADVERSARIAL = 40
 MIN_BENIGN = 10
@@ -47,9 +48,9 @@ def test_every_evasion_is_rejected_with_its_rule(path):
         assert item.kind == RULES[item.rule].kind
 
 
-@pytest.mark.parametrize("path", BENIGN, ids=lambda p: p.stem)
-def test_every_realistic_agent_is_admitted(path):
-    violations = analyse(path.read_bytes())
+@pytest.mark.parametrize("name", sorted(BENIGN))
+def test_every_realistic_agent_is_admitted(name):
+    violations = analyse(BENIGN[name].encode())
     assert violations == [], "\n".join(f"{v.rule}@{v.line}:{v.col}: {v.message}" for v in violations)
 
 
@@ -96,11 +97,20 @@ def one_problem_per_bucket(small_catalog):
     return ProblemGenerator(small_catalog, seed=3).generate(3, buckets=("product", "shop", "voucher"))
 
 
-def test_every_benign_agent_runs_as_a_miner_and_ends_its_episode(small_catalog, one_problem_per_bucket):
+def benign_file(name: str, directory: Path) -> Path:
+    path = directory / f"{name}.py"
+    path.write_text(BENIGN[name], encoding="utf-8")
+    return path
+
+
+def test_every_benign_agent_runs_as_a_miner_and_ends_its_episode(
+    small_catalog, one_problem_per_bucket, tmp_path
+):
     """The benign corpus is real agents, not admissible-looking text: each one runs through the
     file agent against a real tool server and catalogue and ends its episode without an error."""
     problem = one_problem_per_bucket[0]
-    for path in BENIGN:
+    for name in BENIGN:
+        path = benign_file(name, tmp_path)
         # sandboxed, on its own Unix-socket tool server; the LLM agents' model is the offline reference one
         agent = make_file_agent(str(path), inference_models=OFFLINE_MODELS)
         try:
@@ -112,9 +122,11 @@ def test_every_benign_agent_runs_as_a_miner_and_ends_its_episode(small_catalog, 
         assert episode.terminated is not None, f"{path.name} did not terminate"
 
 
-@pytest.mark.parametrize("name", ["reference_agentic", "reference_pipeline_miner"])
-def test_the_reference_miner_files_recommend_on_every_bucket(name, small_catalog, one_problem_per_bucket):
-    agent = make_file_agent(str(next(p for p in BENIGN if p.stem == name)), inference_models=OFFLINE_MODELS)
+@pytest.mark.parametrize("name", SEASON_BENIGN)
+def test_the_season_pipeline_and_reference_miners_recommend_on_every_bucket(
+    name, small_catalog, one_problem_per_bucket, tmp_path
+):
+    agent = make_file_agent(str(benign_file(name, tmp_path)), inference_models=OFFLINE_MODELS)
     with contextlib.closing(agent):
         for problem in one_problem_per_bucket:
             episode = Episode.for_problem(problem, small_catalog, profile="oro7")

@@ -19,9 +19,8 @@ from tests.arena.corpus import ADVERSARIAL, BENIGN, CORPUS
 def _statements() -> list[str]:
     """Every top-level statement of both corpora, as source: material for programs that parse."""
     out: list[str] = []
-    for path in [*ADVERSARIAL, *BENIGN]:
+    for source in [*(path.read_bytes().decode("utf-8", "replace") for path in ADVERSARIAL), *BENIGN.values()]:
         try:
-            source = path.read_text(encoding="utf-8")
             tree = ast.parse(source)
         except (SyntaxError, UnicodeDecodeError):
             continue

@@ -10,9 +10,15 @@ from typer.testing import CliRunner
 from shoparena.admission import check_submission
 from shoparena.arena.canonical import result_scores
 from shoparena.arena.models import EvaluationSettings
-from shoparena.arena.participants.tryout import TryoutError, TryoutSettings, arena_settings, try_agent
+from shoparena.arena.participants.tryout import (
+    TryoutError,
+    TryoutSettings,
+    arena_settings,
+    try_agent,
+)
 from shoparena.cli import app
-from shoparena.cli.miner_try_cmd import EXIT_BELOW_THRESHOLD, SEASON_MINERS, TEMPLATES
+from shoparena.cli.miner_try_cmd import EXIT_BELOW_THRESHOLD, TEMPLATES
+from shoparena.season.roster import miner_source
 from tests.arena.conftest import make_arena
 
 FAST = EvaluationSettings(similarity="lexical", timeout_s=60)
@@ -28,7 +34,7 @@ def settings(tmp_path, small_catalog_dir, problems_file) -> TryoutSettings:
 
 def season_miner(name: str, tmp_path):
     path = tmp_path / f"{name}.py"
-    path.write_bytes((SEASON_MINERS / f"{name}.py").read_bytes())
+    path.write_text(miner_source(name), encoding="utf-8")
     return path
 
 

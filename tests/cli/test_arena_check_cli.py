@@ -7,13 +7,13 @@ import json
 from typer.testing import CliRunner
 
 from shoparena.cli import app
-from tests.arena.corpus import ADVERSARIAL, BENIGN
+from tests.arena.corpus import ADVERSARIAL, BENIGN_FILES
 
 runner = CliRunner()
 
 
 def test_an_admitted_file_exits_zero():
-    result = runner.invoke(app, ["arena", "check", str(BENIGN[0])])
+    result = runner.invoke(app, ["arena", "check", str(BENIGN_FILES[0])])
     assert result.exit_code == 0, result.output
     assert "admitted" in result.output
 
@@ -34,7 +34,7 @@ def test_json_output_is_the_servers_rejection_shape():
     assert body["status"] == "rejected"
     assert body["violations"][0].keys() == {"rule", "kind", "line", "col", "message"}
     assert {"rule": "integrity.assembled_id", "kind": "integrity"}.items() <= body["violations"][0].items()
-    admitted = runner.invoke(app, ["arena", "check", str(BENIGN[0]), "--json"])
+    admitted = runner.invoke(app, ["arena", "check", str(BENIGN_FILES[0]), "--json"])
     assert admitted.exit_code == 0 and json.loads(admitted.stdout) == {"status": "admitted", "violations": []}
 
 

@@ -11,13 +11,14 @@ from typer.testing import CliRunner
 
 from shoparena.cli import app
 from shoparena.corpus.axis import axis_by_structure, classify_axis
-from shoparena.corpus.export import read_jsonl, read_parquet_rows
+from shoparena.corpus.export import read_parquet_rows
 from shoparena.corpus.models import DEDUP_RANKED_OUT, NEVER_TOUCH, RejectedRow
 from shoparena.corpus.normalise import normalise_record
 from shoparena.corpus.pipeline import CorpusConfig, build_corpus
 from shoparena.corpus.split import LeakError, check_disjoint
 from shoparena.corpus.trace import trace_calls
 from tests.corpus.conftest import DISTINCT_QUERIES, openai_row, write_jsonl
+from tests.jsonl import read_jsonl
 
 
 def _conserved(result) -> None:

@@ -17,13 +17,14 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from shoparena.cli import app
-from shoparena.corpus.export import read_jsonl, read_parquet_rows
+from shoparena.corpus.export import read_parquet_rows
 from shoparena.corpus.models import NEVER_TOUCH, RejectedRow
 from shoparena.corpus.pipeline import CorpusConfig, CorpusDirError, build_corpus
 from shoparena.corpus.split import query_words
 from shoparena.problems.io import write_problems
 from shoparena.problems.models import Problem
 from tests.corpus.conftest import DISTINCT_QUERIES, openai_row, write_jsonl
+from tests.jsonl import read_jsonl
 
 QUERIES = DISTINCT_QUERIES
 PILES = ("train.jsonl", "eval.jsonl", "axis_b.jsonl")

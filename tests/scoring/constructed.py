@@ -15,9 +15,23 @@ UNRELATED_TITLES = (
 )
 
 
+def price_range(spec: RewardSpec) -> tuple[float, float | None] | None:
+    """The (inclusive) range all price constraints allow together, or None without constraints."""
+    if not spec.price:
+        return None
+    low, high = 0.0, None
+    for constraint in spec.price:
+        ((_, (lo, hi)),) = constraint.items()
+        if lo is not None:
+            low = max(low, lo)
+        if hi is not None:
+            high = hi if high is None else min(high, hi)
+    return low, high
+
+
 def satisfying_price(spec: RewardSpec) -> float:
     """A price inside every constraint (the midpoint of the allowed range, or just above the floor)."""
-    allowed = spec.price_range()
+    allowed = price_range(spec)
     if allowed is None:
         return 199.0
     low, high = allowed

@@ -11,7 +11,7 @@ import pytest
 
 import shoparena.train.grpo as grpo
 from shoparena.problems.io import write_problems
-from shoparena.train.grpo import VARIANTS, GRPOStageConfig, MaskGuard, run_grpo
+from shoparena.train.grpo import VARIANTS, GRPOStageConfig, MaskGuard, reward_function, run_grpo
 from shoparena.train.multiturn import (
     HFGenerator,
     MaskError,
@@ -20,6 +20,8 @@ from shoparena.train.multiturn import (
     run_rollout,
     run_rollouts,
 )
+from shoparena.train.rewards import RewardFormula
+from tests.jsonl import read_jsonl
 from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 from tests.train.sampling_world import world
 
@@ -90,10 +92,6 @@ def smoke(variant: str, tiny: str, sampling, problems: Path, out: Path, **overri
     return GRPOStageConfig(variant=variant, **options)
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def test_cli_v19_end_to_end_with_leak_guard_teachers_and_outputs(tiny, sampling, all_problems, tmp_path):
     from typer.testing import CliRunner
 
@@ -125,8 +123,9 @@ def test_cli_v19_end_to_end_with_leak_guard_teachers_and_outputs(tiny, sampling,
     rollouts = read_jsonl(out / "rollouts.jsonl")
     assert len(rollouts) == 2 * 2 * 2 and not {r["problem_id"] for r in rollouts} & refused
     # v19: every trained problem has a teacher; the reward is outcome + 0.5 × tool-match
+    v19 = RewardFormula(tool_weight=0.5)
     for r in rollouts:
-        assert r["reward"] == pytest.approx(r["outcome"] + 0.5 * r["tool_match"])
+        assert r["reward"] == pytest.approx(v19.total(r))
         assert r["steps"] <= 4
     lines = read_jsonl(out / "metrics.jsonl")
     assert [line["step"] for line in lines] == [1, 2]
@@ -300,6 +299,28 @@ def test_variants_and_their_config_files_agree():
         GRPOStageConfig.from_values({**base, "variant": "v19", "teacher_trajectories": None})
 
 
+def test_trls_weighted_sum_of_the_reward_functions_is_the_formulas_total():
+    """What the update optimises (TRL: Σ weight × reward function) is what the rollout log says."""
+    values = {"outcome": 0.25, "tool_match": 0.6, "prm": 0.9}
+    for formula in (
+        RewardFormula(),
+        RewardFormula(tool_weight=0.5),
+        RewardFormula(tool_weight=0.5, prm_weight=0.2),
+    ):
+        functions = [reward_function(term) for term in formula.terms]
+        fields = {term: [values[term], 0.0] for term in formula.terms}
+        trl = [
+            sum(
+                w * f(prompts=["a", "b"], completions=["", ""], **fields)[row]
+                for w, f in zip(formula.weights, functions, strict=True)
+            )
+            for row in (0, 1)
+        ]
+        assert trl == [pytest.approx(formula.total(values)), 0.0]
+        assert [f.__name__ for f in functions] == list(formula.terms)
+    assert RewardFormula(tool_weight=0.5, prm_weight=0.2).total(values) == pytest.approx(0.25 + 0.3 + 0.18)
+
+
 def test_starting_from_a_previous_stages_adapter_chains_it(tiny, sampling, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -346,7 +367,8 @@ def test_a_process_reward_head_adds_its_term_to_each_rollouts_reward(tiny, sampl
     result = run_grpo(config, say=lambda _: None)
     lines = read_jsonl(result.out / "rollouts.jsonl")
     assert lines and all(0.0 <= line["prm"] <= 1.0 for line in lines)
-    assert all(abs(line["reward"] - (line["outcome"] + 0.5 * line["prm"])) < 1e-9 for line in lines)
+    assert config.reward_formula() == RewardFormula(prm_weight=0.5)
+    assert all(abs(line["reward"] - config.reward_formula().total(line)) < 1e-9 for line in lines)
     [metrics] = read_jsonl(result.metrics)
     assert "prm_reward_mean" in metrics
     assert "0.5 × process reward" in result.report.read_text()

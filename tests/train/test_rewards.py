@@ -12,6 +12,7 @@ from shoparena.harness import Episode
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.scoring import LexicalSimilarity, RuleScorer
 from shoparena.train.rewards import (
+    RewardFormula,
     ToolStep,
     argument_similarity,
     hallucinated_ids,
@@ -19,7 +20,6 @@ from shoparena.train.rewards import (
     model_steps,
     step_match,
     tool_match,
-    total_reward,
     value_similarity,
 )
 
@@ -77,8 +77,11 @@ def test_tool_match_is_bounded_symmetric_and_one_on_itself(model, teacher):
     assert 0.0 <= score <= 1.0
     assert score == pytest.approx(tool_match(teacher, model))
     assert tool_match(model, model) == 1.0
-    assert total_reward(0.25, score, 0.0) == 0.25
-    assert total_reward(0.25, score, 0.5) == pytest.approx(0.25 + 0.5 * score)
+    assert RewardFormula().total({"outcome": 0.25, "tool_match": score}) == 0.25
+    assert RewardFormula(tool_weight=0.5).total({"outcome": 0.25, "tool_match": score}) == pytest.approx(
+        0.25 + 0.5 * score
+    )
+    assert RewardFormula(tool_weight=0.5).terms == ("outcome", "tool_match")  # no process term unweighted
 
 
 @settings(max_examples=100, deadline=None)

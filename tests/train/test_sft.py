@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from shoparena.cli import app
-from shoparena.corpus.export import read_jsonl
 from shoparena.train.chat_render import render_with_mask
 from shoparena.train.config import ConfigError
 from shoparena.train.sft import SFTStageConfig, run_sft
+from tests.jsonl import read_jsonl
 from tests.train.core_fixtures import tiny_corpus, tiny_model_dir, tiny_tokenizer  # noqa: F401
 from tests.train.test_chat_render import expected_output
 

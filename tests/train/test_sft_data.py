@@ -8,8 +8,8 @@ import shutil
 import orjson
 import pytest
 
-from shoparena.corpus.export import read_jsonl
 from shoparena.train.corpus_data import DataError, read_corpus, read_rows, read_training_data
+from tests.jsonl import read_jsonl
 from tests.train.core_fixtures import tiny_corpus  # noqa: F401
 
 

@@ -16,12 +16,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
-from shoparena.agents.reference.query import (
-    STRUCTURE_WORDS,
-    ItemRequest,
-    normalise,
-    tokens,
-)
+from shoparena.agents.reference.query import ItemRequest
+from shoparena.agents.reference.wording import STRUCTURE_WORDS, normalise, tokens
 from shoparena.catalog.vocabulary import MARKETING_WORDS
 
 TITLE_FILLER = MARKETING_WORDS

@@ -20,7 +20,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from shoparena.agents.reference.matching import Candidate, Fit, fit_candidate
-from shoparena.agents.reference.query import ItemRequest, QueryPlan, plain_number
+from shoparena.agents.reference.query import ItemRequest, QueryPlan
+from shoparena.agents.reference.wording import plain_number
 
 MAX_VIEW_IDS = 12
 """Ids per view_product_information call: enough to compare, small enough to read."""

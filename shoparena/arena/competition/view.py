@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import Connection, Table, func, select
+from sqlalchemy import Connection, Table, select
 
 from shoparena.arena.arena import Arena
 from shoparena.arena.competition import rules
@@ -357,10 +357,6 @@ class CompetitionView:
         """When a crowned submission's code is public (None: never crowned, never released)."""
         with self.db.connect() as connection:
             return self.races_engine._release_of(connection, None, submission_id)
-
-    def race_count(self) -> int:
-        with self.db.connect() as connection:
-            return connection.execute(select(func.count()).select_from(RACES)).scalar_one()
 
 
 def recompute_draw(arena: Arena, race_id: str):

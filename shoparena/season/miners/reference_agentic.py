@@ -1,5 +1,8 @@
 """The reference agentic policy (shoparena/agents/reference) rewritten as a miner file.
 
+It reads a query by the reference agents' own rules: the source of
+`shoparena.agents.reference.wording`, which the season renders into this file (`season.variants`).
+
 Search every requested item with its price and service filters, read the best hits, explain the
 request's words with each candidate's own title, attributes and SKU values, search again where nothing
 fits, keep one shop for shop tasks and the budget for voucher tasks, then recommend and terminate. Each
@@ -14,144 +17,22 @@ import miner_sdk
 
 MAX_VIEW_IDS = 12
 ROUNDS = 3
-SERVICE_WORDS = {
-    "freeShipping": ("free shipping", "ships for free"),
-    "COD": ("cash on delivery", "cod"),
-    "official": ("official store", "lazmall"),
-    "flashsale": ("flash sale", "lazflash"),
-}
-STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "some",
-        "and",
-        "or",
-        "with",
-        "whose",
-        "is",
-        "are",
-        "in",
-        "of",
-        "by",
-        "from",
-        "for",
-        "to",
-        "on",
-        "at",
-        "its",
-        "option",
-        "options",
-        "variant",
-        "variants",
-        "brand",
-        "that",
-        "which",
-        "this",
-        "these",
-        "those",
-        "me",
-        "my",
-        "i",
-        "please",
-        "show",
-        "find",
-        "looking",
-        "need",
-        "want",
-        "buy",
-        "also",
-        "plus",
-        "any",
-        "one",
-        "all",
-        "item",
-        "items",
-        "product",
-        "products",
-        "type",
-        "priced",
-        "price",
-        "costing",
-        "pesos",
-        "php",
-    ]
-)
-NUMBER = r"(\d+(?:,\d{3})*(?:\.\d+)?)"
-PRICE_RULES = (
-    ("between", re.compile(rf"(?:between|from) {NUMBER}\s*(?:pesos|php)? (?:and|to|-) {NUMBER}")),
-    ("above", re.compile(rf"(?:above|over|more than|at least|greater than) {NUMBER}")),
-    ("below", re.compile(rf"(?:under|below|less than|at most|up to|within) {NUMBER}")),
-)
 
-
-def number(text):
-    return float(text.replace(",", ""))
-
-
-def words(text):
-    return [w for w in re.findall(r"[a-z0-9][a-z0-9+.\-/]*", text.lower()) if w not in STOP]
-
-
-def parse_voucher(query, given):
-    if given:
-        return dict(given)
-    lowered = query.lower()
-    budget = re.search(r"budget is only\s*`?" + NUMBER, lowered)
-    threshold = re.search(r"exceeds?\s*`?" + NUMBER, lowered)
-    if not budget or not threshold:
-        return None
-    terms = {"budget": number(budget.group(1)), "threshold": number(threshold.group(1))}
-    terms["voucher_type"] = "shop" if "same shop" in lowered else "platform"
-    fixed = re.search(r"fixed discount of\s*`?" + NUMBER, lowered)
-    percent = re.search(r"percentage discount of\s*`?" + NUMBER, lowered)
-    cap = re.search(r"cap of\s*`?" + NUMBER, lowered)
-    if fixed:
-        terms.update(discount_type="fixed", face_value=number(fixed.group(1)))
-    elif percent:
-        terms.update(discount_type="percentage", discount=number(percent.group(1)) / 100)
-        terms["cap"] = number(cap.group(1)) if cap else None
-    return terms
-
-
-def split_items(request, bucket):
-    if bucket in ("product", "web"):
-        return [request]
-    if "(1)" in request:
-        return [
-            p.strip(" .;") for p in re.split(r";?\s*\(\d+\)\s*", request[request.index("(1)") :]) if p.strip()
-        ]
-    parts = re.split(r"(?:^|\s)(?:first|second|third|fourth|lastly|finally),\s+", request, flags=re.I)
-    if len(parts) > 2:
-        return [p.strip(" .;") for p in parts[1:] if p.strip()]
-    return [p.strip(" .,;") for p in re.split(r",\s+|\s+and\s+(?=(?:a|an|some|the)\s)", request) if p.strip()]
+# include: shoparena.agents.reference.wording
 
 
 def parse_item(text):
-    lowered = " ".join(text.lower().split())
-    item = {"text": lowered, "low": None, "high": None, "services": []}
-    for mode, pattern in PRICE_RULES:
-        found = pattern.search(lowered)
-        if not found:
-            continue
-        values = [number(g) for g in found.groups()]
-        if mode == "between":
-            item["low"], item["high"] = min(values), max(values)
-        elif mode == "above":
-            item["low"] = values[0]
-        else:
-            item["high"] = values[0]
-        lowered = lowered.replace(found.group(0), " ")
-        break
-    for flag, phrases in SERVICE_WORDS.items():
-        if any(re.search(rf"\b{re.escape(p)}\b", lowered) for p in phrases):
-            item["services"].append(flag)
-            for phrase in phrases:
-                lowered = lowered.replace(phrase, " ")
-    item["words"] = words(lowered)
-    item["head"] = " ".join(item["words"][:4])
-    return item
+    fields = item_fields(text)
+    low, high = fields["price"][1:] if fields["price"] else (None, None)
+    head_words = content_tokens(fields["head"])
+    return {
+        "text": fields["text"],
+        "low": low,
+        "high": high,
+        "services": fields["services"],
+        "words": list(dict.fromkeys(head_words + content_tokens(fields["description"]))),
+        "head": " ".join(head_words[:4]),
+    }
 
 
 def search_args(item, query, page=1, shop_id=None):
@@ -170,9 +51,10 @@ class Agent:
     def __init__(self, problem_data):
         self.query = problem_data["query"]
         self.bucket = problem_data.get("bucket") or "product"
-        request = re.split(r"my budget is only", self.query, flags=re.I)[0]
-        self.voucher = parse_voucher(self.query, problem_data.get("voucher"))
-        self.items = [parse_item(text) for text in split_items(request, self.bucket)[:6]]
+        phrases, _, voucher_text = request_phrases(self.query, self.bucket)
+        given = problem_data.get("voucher")
+        self.voucher = dict(given) if given else (voucher_numbers(voucher_text) if voucher_text else None)
+        self.items = [parse_item(text) for text in phrases[:6]]
         self.hits = {}
         self.info = {}
         self.ranks = [dict() for _ in self.items]
@@ -200,13 +82,13 @@ class Agent:
     # -- judging candidates --------------------------------------------------------------------
     def missing_words(self, item, pid):
         hit, info = self.hits[pid], self.info.get(pid, {})
-        vocabulary = set(words(hit["title"]))
+        vocabulary = set(content_tokens(hit["title"]))
         for values in (info.get("attributes") or {}).values():
             for value in values:
-                vocabulary.update(words(value))
+                vocabulary.update(content_tokens(value))
         for option in (info.get("sku_options") or {}).values():
             for value in option.values():
-                vocabulary.update(words(value))
+                vocabulary.update(content_tokens(value))
         return [w for w in item["words"] if w not in vocabulary]
 
     def fits(self, item, pid):
