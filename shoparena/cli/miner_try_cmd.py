@@ -15,6 +15,7 @@ from shoparena.arena.participants.tryout import TryoutSettings
 from shoparena.cli.common import console, fail, print_json, say
 from shoparena.cli.model_options import command_from_models, model_values
 from shoparena.records.options import CliFlag, SimilarityName
+from shoparena.season.roster import miner_source
 
 TEMPLATES = {
     "model": "agentic_model",
