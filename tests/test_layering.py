@@ -79,14 +79,11 @@ def _imports(path: Path) -> set[str]:
             if node.module == "shoparena":
                 found |= {f"shoparena.{alias.name}" for alias in node.names}
             elif node.module.startswith("shoparena."):
-                found.add(node.module)
-                # `from shoparena.x import y` where y is a module of x
-                found |= {
-                    f"{node.module}.{alias.name}"
-                    for alias in node.names
-                    if (ROOT / Path(*node.module.split(".")[1:]) / alias.name).exists()
-                    or (ROOT / Path(*node.module.split(".")[1:]) / f"{alias.name}.py").exists()
-                }
+                # `from shoparena.x import y`: the module x.y when y is one, else x itself
+                folder = ROOT / Path(*node.module.split(".")[1:])
+                for alias in node.names:
+                    is_module = (folder / alias.name).is_dir() or (folder / f"{alias.name}.py").exists()
+                    found.add(f"{node.module}.{alias.name}" if is_module else node.module)
     return {name.removeprefix("shoparena.") for name in found}
 
 
@@ -152,3 +149,63 @@ def test_records_import_no_stage():
 
 def test_every_stage_package_exists():
     assert all((ROOT / Path(*name.split(".")) / "__init__.py").exists() for name in ORDER)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module → the modules of ours it imports (a package's `__init__` is the package's name)."""
+    modules = {_module_of(path): path for path in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets = set()
+        for imported in _imports(path):
+            # `from shoparena.a.b import name`: the module a.b (or the package a.b's __init__)
+            while imported and imported not in modules:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != module:
+                targets.add(imported)
+        graph[module] = targets
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    """Not even through a function-level import: a circle means two modules are one in disguise."""
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
