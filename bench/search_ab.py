@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import BENCH_ROOT, percentiles
 from bench.search_bench import make_queries
-from shoparena.index.catalog_dir import INDEX_DIR, STORE_DIR, build_synthetic, read_meta
+from shoparena.index.catalog_dir import build_synthetic, read_meta
+from shoparena.index.catalog_files import INDEX_DIR, STORE_DIR
 from shoparena.index.product_store import ProductStore
 from shoparena.index.tantivy_backend import TantivyCatalog
 

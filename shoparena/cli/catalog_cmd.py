@@ -14,7 +14,6 @@ from shoparena.cli.common import console, err_console, fail, print_json, progres
 from shoparena.index.catalog_dir import (
     BACKENDS,
     DEFAULT_ES_INDEX,
-    REJECTS_FILE,
     CatalogDirError,
     build_from_file,
     build_synthetic,
@@ -22,6 +21,7 @@ from shoparena.index.catalog_dir import (
     open_catalog,
     read_meta,
 )
+from shoparena.index.catalog_files import REJECTS_FILE
 from shoparena.index.request import SearchRequestError
 
 catalog_app = typer.Typer(

@@ -51,7 +51,8 @@ CUT_MARK = " …[cut by the harness]"
 
 def load_shops(catalog_dir: Path | str) -> dict[str, Shop]:
     """Shop records of a catalogue directory by id; empty when it has no shops.jsonl."""
-    from shoparena.index.catalog_dir import SHOPS_FILE, read_shops
+    from shoparena.index.catalog_dir import read_shops
+    from shoparena.index.catalog_files import SHOPS_FILE
 
     if not (Path(catalog_dir) / SHOPS_FILE).exists():
         return {}

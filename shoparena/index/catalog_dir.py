@@ -6,6 +6,8 @@ Layout of DIR:
   products.lmdb/   product store: ord → product JSON, product_id → ord
   shops.jsonl      one Shop per line
   rejects.jsonl    catalogue lines that were skipped, with line number, reason and content (file builds)
+  es.json          where `catalog push-es` loaded the products (Elasticsearch URL and index), if it did
+(the names live in `catalog_files`, shared with the backends that read a built directory).
 
 A build writes into a hidden sibling directory and moves it onto DIR only when complete (see
 `staging`), so a failed build leaves nothing, and `overwrite` replaces a catalogue only by a finished one.
@@ -37,16 +39,19 @@ from shoparena.catalog.loader import (
     reject_record,
 )
 from shoparena.catalog.models import Shop, build_contents
+from shoparena.index.catalog_files import (
+    ES_CONFIG_FILE,
+    INDEX_DIR,
+    META_FILE,
+    REJECTS_FILE,
+    SHOPS_FILE,
+    STORE_DIR,
+)
 from shoparena.index.product_store import ProductStore, ProductStoreWriter
 from shoparena.index.staging import staged_build
 from shoparena.index.tantivy_backend import TantivyCatalog, open_tantivy_index
 
 FORMAT_VERSION = 1
-META_FILE = "meta.json"
-INDEX_DIR = "index"
-STORE_DIR = "products.lmdb"
-SHOPS_FILE = "shops.jsonl"
-REJECTS_FILE = "rejects.jsonl"
 WRITER_HEAP = 256 * 1024 * 1024
 
 Progress = Callable[[int], None]
@@ -381,7 +386,7 @@ def open_catalog(
     path = Path(path)
     read_meta(path)
     if backend == "elasticsearch":
-        from shoparena.index.elastic_backend import ES_CONFIG_FILE, ElasticCatalog
+        from shoparena.index.elastic_backend import ElasticCatalog
 
         config_path = path / ES_CONFIG_FILE
         config = orjson.loads(config_path.read_bytes()) if config_path.exists() else {}

@@ -16,10 +16,10 @@ from pathlib import Path
 import orjson
 
 from shoparena.catalog.models import Product, build_contents
+from shoparena.index.catalog_files import ES_CONFIG_FILE, STORE_DIR
 from shoparena.index.product_store import ProductStore
 from shoparena.index.request import MAX_HITS, SearchRequest, sort_and_page
 
-ES_CONFIG_FILE = "es.json"
 TIE_RULE = [{"_score": "desc"}, {"ord": "asc"}]
 """Equal scores go by catalogue order, as in the embedded engine: pages never depend on shards or
 segments. A sort (unlike the engine's heap) cuts the top 50 exactly at the keys, ties included."""
@@ -243,8 +243,6 @@ def push_catalog(
     to talk to it is an `ElasticBackendError` naming `url`.
     """
     from elasticsearch import helpers
-
-    from shoparena.index.catalog_dir import STORE_DIR
 
     es = client if client is not None else connect(url)
     with talking_to(url):

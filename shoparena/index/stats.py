@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from shoparena.index.catalog_dir import STORE_DIR, CatalogMeta
+from shoparena.index.catalog_dir import CatalogMeta
+from shoparena.index.catalog_files import STORE_DIR
 from shoparena.index.product_store import ProductStore
 
 SAMPLE_LIMIT = 200_000  # prices are sampled past this so stats stay bounded on 2.7M products
