@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
@@ -22,11 +22,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from shoparena.harness import jsontext
+from shoparena.harness.tool_session import SessionHost, ToolSession
 from shoparena.harness.tool_specs import TOOL_SPECS
 from shoparena.records.calls import Origin
-
-if TYPE_CHECKING:
-    from shoparena.harness.tool_server import ToolServer, ToolSession
 
 log = logging.getLogger("shoparena.harness.tool_server")
 
@@ -78,7 +76,7 @@ def error_body(message: str) -> dict[str, Any]:
     return {"ok": False, "error": message}
 
 
-def tool_server_of(request: Request) -> ToolServer:
+def tool_server_of(request: Request) -> SessionHost:
     return request.app.state.tool_server
 
 
@@ -214,7 +212,7 @@ async def post_tool(request: Request, name: str) -> Response:
 
 
 # -- the app ---------------------------------------------------------------------------------------
-def build_app(server: ToolServer, routers: list[APIRouter]) -> FastAPI:
+def build_app(server: SessionHost, routers: list[APIRouter]) -> FastAPI:
     """The ASGI app of one tool server: the tool routes plus `routers` (mounted beside them)."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False)
     app.state.tool_server = server

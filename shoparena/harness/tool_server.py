@@ -55,7 +55,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +62,10 @@ import uvicorn
 from fastapi import APIRouter, FastAPI
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from shoparena.harness.call_ledger import CallLedger
 from shoparena.harness.episode import Episode
 from shoparena.harness.loopback import ServerThread
 from shoparena.harness.tool_routes import RESERVED_KEYS, build_app
+from shoparena.harness.tool_session import ToolSession
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "RESERVED_KEYS", "ToolServer", "ToolSession"]
 
@@ -87,21 +86,6 @@ TOO_MANY_CONNECTIONS = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
     b'content-length: 70\r\n\r\n{"ok": false, "error": "too many open connections to the tool server"}'
 )
-
-
-@dataclass
-class ToolSession:
-    """One registered episode, found by its token."""
-
-    token: str
-    episode: Episode
-    expires_at: float | None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    """Serialises calls: an Episode is not thread-safe, and a log entry's step must match its order."""
-    state: dict[str, Any] = field(default_factory=dict)
-    """What routes mounted beside the tools keep per session (e.g. the inference proxy's log)."""
-    ledger: CallLedger = field(default_factory=CallLedger)
-    """The tool calls the episode's inference responses offered: what makes a call's origin `llm`."""
 
 
 class ToolServer:

@@ -44,7 +44,7 @@ from shoparena.harness import jsontext
 from shoparena.harness.call_ledger import OfferedCall, canonical_arguments, response_tool_calls
 from shoparena.harness.record_limits import clean_text
 from shoparena.harness.tool_routes import Refusal, client_gone, current_session, read_body, reply
-from shoparena.harness.tool_server import ToolSession
+from shoparena.harness.tool_session import ToolSession
 from shoparena.inference.upstreams import EpisodeContext, Upstream, UpstreamError, make_upstream
 from shoparena.records.inference import (
     InferenceEntry,

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from shoparena.harness import Episode, ParsedCall, jsontext
 from shoparena.harness.tool_routes import STATUS_OF_REFUSAL, Refusal, current_session, reply
-from shoparena.harness.tool_server import ToolServer, ToolSession
+from shoparena.harness.tool_server import ToolServer
+from shoparena.harness.tool_session import ToolSession
 
 
 @pytest.fixture(scope="module")
