@@ -42,6 +42,7 @@ from shoparena.season.seasonfile import (
     SeasonTiming,
 )
 from shoparena.season.setup import Participant, SeasonSettings, open_or_init, register_all
+from shoparena.season.summary import summarise
 from shoparena.season.validators import DishonestValidator, drain
 
 DAY = timedelta(days=1)
@@ -346,8 +347,6 @@ class Season:
     def _season_file(
         self, arena, engine, specs, miners, validator_keys, validators, favourite, entrants
     ) -> SeasonFile:
-        from shoparena.season.summary import summarise
-
         return summarise(self, arena, engine, specs, miners, validator_keys, validators, favourite, entrants)
 
 

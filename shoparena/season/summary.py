@@ -9,24 +9,40 @@ The favourite gained nothing when what the arena gave it is never above either.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import Protocol
 
 from sqlalchemy import select
 
 from shoparena.arena.competition.models import Race, WeightVector
 from shoparena.arena.db import as_utc
+from shoparena.season.clock import SimClock
 from shoparena.season.roster import FAVOURITE_SLOT
 from shoparena.season.seasonfile import (
+    DayProgress,
     DishonestReport,
     RaceLie,
     SeasonFile,
+    SeasonRefusal,
+    SeasonSubmission,
     SeasonWeights,
 )
-
-if TYPE_CHECKING:
-    from shoparena.season.driver import Season
+from shoparena.season.setup import SeasonSettings
 
 TOLERANCE = 1e-9
+
+
+class PlayedSeason(Protocol):
+    """What the summary reads of a season that was played (the driver's `Season` is one): its settings,
+    where it started on the simulated clock, and what its miners and days did."""
+
+    settings: SeasonSettings
+    sandbox: str
+    start: datetime
+    clock: SimClock
+    submissions: list[SeasonSubmission]
+    refusals: list[SeasonRefusal]
+    days: list[DayProgress]
 
 
 def race_vectors(arena, race_id: str) -> tuple[WeightVector | None, list[WeightVector]]:
@@ -106,7 +122,7 @@ def _ordered(race: Race) -> Race:
 
 
 def summarise(
-    season: Season, arena, engine, specs, miners, validator_keys, validators, favourite, entrants=()
+    season: PlayedSeason, arena, engine, specs, miners, validator_keys, validators, favourite, entrants=()
 ) -> SeasonFile:
     from shoparena.arena.competition.view import CompetitionView
 
