@@ -34,17 +34,24 @@ from collections import Counter
 from collections.abc import Callable
 from itertools import groupby
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
-from pydantic import BaseModel, Field
 
 from shoparena.corpus import spill
 from shoparena.corpus.config import CorpusConfig
 from shoparena.corpus.export import HashingWriter, ParquetSink
-from shoparena.corpus.models import DEDUP_RANKED_OUT, NEVER_TOUCH, RejectedRow, join_row, row_parts
+from shoparena.corpus.models import (
+    DEDUP_RANKED_OUT,
+    NEVER_TOUCH,
+    CorpusResult,
+    RejectedRow,
+    join_row,
+    row_parts,
+)
 from shoparena.corpus.rank import Candidate, choose
 from shoparena.corpus.ranktable import RankedRow, RankTable
+from shoparena.corpus.report import write_report
 from shoparena.corpus.rowstage import GateResult, read_and_gate
 from shoparena.corpus.split import NeverTouch, ProblemEntry, SplitPlan, check_disjoint, plan_split
 from shoparena.corpus.tally import Tally
@@ -74,27 +81,6 @@ class ConservationError(RuntimeError):
 
 class CorpusDirError(ValueError):
     """An output path a finished build could not replace; the message says why."""
-
-
-class CorpusResult(BaseModel):
-    counts: dict[str, int]
-    reasons: dict[str, int]
-    manifest: dict[str, Any]
-    out: Path
-    seconds: float
-    stage_seconds: dict[str, float] = Field(default_factory=dict)
-    """Wall time per stage (read+gates, rank, split, export, report): where a build spends its time."""
-    notes: list[str] = Field(default_factory=list)
-    """What the build did beyond what it was asked (e.g. an eval split raised to one leak cluster)."""
-    warnings: list[str] = Field(default_factory=list)
-    """What a caller should act on (e.g. an empty eval split that no problem could fill)."""
-
-    def timing(self) -> str:
-        """`12.3 s (4,567 rows/s; read+gates 9.1 s, rank 0.4 s, …)` for people to read."""
-        stages = ", ".join(f"{name.replace('_', '+')} {s:.1f} s" for name, s in self.stage_seconds.items())
-        return (
-            f"{self.seconds:.1f} s ({self.counts['inputs'] / max(self.seconds, 1e-9):,.0f} rows/s; {stages})"
-        )
 
 
 # -- where the build writes ---------------------------------------------------------------------------------
@@ -500,8 +486,6 @@ def _build(
     result = summarise(config, tokenizer, gated, plan, exported, tally, files, stage)
     clock.stamp(result)
     if config.report:
-        from shoparena.corpus.report import write_report
-
         write_report(result)  # shows the stages before it
         clock.mark("report")
         clock.stamp(result)

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from shoparena.corpus.models import ALL_REASONS, GATE_REASONS, NORMALISE_REASONS
-
-if TYPE_CHECKING:
-    from shoparena.corpus.pipeline import CorpusResult
+from shoparena.corpus.models import ALL_REASONS, GATE_REASONS, NORMALISE_REASONS, CorpusResult
 
 REASON_TEXT = {
     "unreadable": "the line is not JSON",
