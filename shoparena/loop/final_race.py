@@ -12,6 +12,7 @@ qualified files, the distilled miner submitted through the signed API, admitted,
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,16 @@ def distilled_miner_source() -> str:
     return render_variant(Variant(template=AXIS_A_MINER, constants={"MODEL": DISTILLED_MODEL}))
 
 
+def copy_arena(source: Path, target: Path) -> None:
+    """The final race plays in a copy of the season's arena, so re-running it starts from the same state."""
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)
+
+
 def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[str, Any]:
     from shoparena.inference.model_server import start_model_server
     from shoparena.inference.proxy import DEFAULT_OFFLINE_MODELS
-    from shoparena.loop.runner import copy_arena
     from shoparena.season.driver import Season
     from shoparena.season.setup import Entrant
 

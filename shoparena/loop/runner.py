@@ -21,7 +21,6 @@ implementation of any of them.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -344,10 +343,3 @@ def run_loop(config: LoopConfig, out: Path, say: Say = print) -> LoopResult:
         report_html=report_html,
         seconds=time.monotonic() - started,
     )
-
-
-def copy_arena(source: Path, target: Path) -> None:
-    """The final race plays in a copy of the season's arena, so re-running it starts from the same state."""
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(source, target)
