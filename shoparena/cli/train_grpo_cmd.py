@@ -1,6 +1,6 @@
 """`shoparena train grpo`: Dr. GRPO on multi-turn harness rollouts (SPEC §9.5), the paper's v17/v18/v19.
 
-One option per field of `GRPOStageConfig` (train-core's `stage_command`); `--variant` seeds the paper's
+One option per field of `GRPOStageConfig` (`train_stage.stage_command`); `--variant` seeds the paper's
 numbers, `--config FILE` and the other flags override them.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from shoparena.cli.train_cmd import stage_command
+from shoparena.cli.train_stage import stage_command
 from shoparena.train.grpo import GRPOStageConfig, run_grpo
 
 GRPO_HELP = """Dr. GRPO on multi-turn harness rollouts (the paper's v17/v18/v19).

@@ -1,6 +1,6 @@
 """`shoparena train rs | teacher | kto`: the stages that sample episodes through the harness (rejection
 sampling, teacher rollouts) and the KTO stage that learns from their strict scores (SPEC §9.2–9.4).
-Thin: each is `train_cmd.stage_command` over the stage's config class and runner."""
+Thin: each is `train_stage.stage_command` over the stage's config class and runner."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def _run_kto(config: Any) -> Any:
 
 
 def register(group: typer.Typer) -> None:
-    from shoparena.cli.train_cmd import stage_command
+    from shoparena.cli.train_stage import stage_command
     from shoparena.train.kto import KTOStageConfig
     from shoparena.train.rs import RSStageConfig
     from shoparena.train.teacher import TeacherStageConfig

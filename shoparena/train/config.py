@@ -5,7 +5,7 @@ stage's outputs, and handed to the stage's `run_<stage>(config) -> StageResult`.
 
 Stage configs are pydantic models with `extra="forbid"`: a misspelt key in a config file is refused by
 name instead of silently ignored (an ignored `learning_rate` would train with the default). Each field's
-`description` is its documentation and its command-line help (`shoparena.cli.train_cmd.stage_command`
+`description` is its documentation and its command-line help (`shoparena.cli.train_stage.stage_command`
 builds one option per field, so an option is written once).
 """
 

@@ -1,0 +1,94 @@
+"""How a training stage becomes a `shoparena train <stage>` command: one option per field of the stage's
+config class (the field's description is the help), plus `--config FILE`; the flags given override
+the file. Every train CLI module registers its stages with `stage_command`, so it lives apart from the
+`train` group that registers those modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from shoparena.cli.common import fail, say
+from shoparena.cli.model_options import command_from_models
+from shoparena.records.options import CliFlag
+
+
+class ConfigFileOption(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    config: Path | None = Field(
+        None,
+        description="YAML/JSON file of this stage's fields (e.g. configs/paper/sft.yaml); flags override it.",
+    )
+
+
+def optional_fields(config_cls: type[BaseModel]) -> type[BaseModel]:
+    """`config_cls`'s command-line fields, all optional (a field may come from the config file instead),
+    with the same descriptions and flag metadata."""
+    excluded = getattr(config_cls, "cli_exclude", frozenset())
+    fields: dict[str, Any] = {}
+    for name, info in config_cls.model_fields.items():
+        if name in excluded:
+            continue
+        metadata = list(info.metadata)
+        if info.annotation is bool and not any(isinstance(m, CliFlag) for m in metadata):
+            dashed = name.replace("_", "-")  # a switch both ways, so "not given" leaves the file's value
+            metadata.append(CliFlag(flag=f"--{dashed}/--no-{dashed}"))
+        annotation = Annotated[info.annotation | None, *metadata] if metadata else info.annotation | None
+        fields[name] = (annotation, Field(None, description=info.description))
+    return create_model(f"{config_cls.__name__}Options", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def build_config(config_cls: Any, values: dict[str, Any]) -> Any:
+    """The stage config from `--config FILE` (if given) with the given flags on top; exits on errors."""
+    from shoparena.records.options import ConfigError
+
+    given = {k: v for k, v in values.items() if k in config_cls.model_fields and v is not None}
+    try:
+        if values.get("config") is not None:
+            return config_cls.from_file(values["config"], **given)
+        return config_cls.from_values(given, source="command line")
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+
+
+def stage_command(app: typer.Typer, name: str, config_cls: Any, run: Callable[[Any], Any], doc: str) -> None:
+    """Register `shoparena train <name>`: options from `config_cls`'s fields + `--config`; runs
+    `run(config)` and prints where the outputs are. `run` raises ValueError for bad input."""
+
+    def body(**values: Any) -> None:
+        from shoparena.train.chat_render import MaskError
+
+        config = build_config(config_cls, values)
+        try:
+            result = run(config)
+        except ValueError as exc:
+            raise fail(str(exc)) from exc
+        except MaskError as exc:  # the loss mask failed its proof: nothing was trained on it
+            raise fail(f"{name}: the assistant-only loss mask failed its check: {exc}") from exc
+        except KeyboardInterrupt:
+            raise fail(f"{name}: interrupted; outputs so far are in {config.out}", 130) from None
+        say(summary(result))
+
+    command_from_models(app, name, (optional_fields(config_cls), ConfigFileOption), body, doc)
+
+
+def summary(result: Any) -> str:
+    lines = [f"{result.stage}: {result.out}"]
+    for label, value in (
+        ("checkpoint", result.checkpoint),
+        ("merged", result.merged),
+        ("metrics", result.metrics),
+        ("report", result.report),
+        ("steps", result.steps),
+        ("train loss", result.train_loss),
+        ("eval loss", result.eval_loss),
+    ):
+        if value is not None:
+            lines.append(f"  {label}: {value:.4f}" if isinstance(value, float) else f"  {label}: {value}")
+    return "\n".join(lines)
