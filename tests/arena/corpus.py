@@ -8,9 +8,7 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "admission_corpus"
 ADVERSARIAL = sorted((CORPUS / "adversarial").glob("*.py"))
-SEASON_MINERS = (
-    Path(__file__).resolve().parents[2] / "shoparena" / "arena" / "competition" / "season" / "miners"
-)
+SEASON_MINERS = Path(__file__).resolve().parents[2] / "shoparena" / "season" / "miners"
 BENIGN = sorted([*(CORPUS / "benign").glob("*.py"), SEASON_MINERS / "reference_agentic.py"])
 """The benign corpus, and the reference agentic policy as the season ships it (one file, not a copy)."""
 MINERS = Path(__file__).resolve().parents[1] / "agents" / "miners"

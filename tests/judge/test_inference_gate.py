@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shoparena.agents import miner_sdk
+from shoparena.agents.miner import sdk as miner_sdk
 from shoparena.agents.base import ProblemView, TokenUsage
 from shoparena.agents.miner.file_agent import make_file_agent
 from shoparena.harness import Episode
