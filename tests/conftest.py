@@ -1,4 +1,7 @@
-"""Session-wide fixtures: one real generated catalogue, built once and shared read-only."""
+"""Session-wide fixtures, each built once per session (per xdist worker) and shared read-only: the real
+generated catalogues, the problems on them, and the gate of every test that runs miner files in the
+sandbox. A session fixture lives here, not imported into test modules: pytest builds an imported one
+again for each module that imports it."""
 
 from __future__ import annotations
 
@@ -9,6 +12,10 @@ from pathlib import Path
 import pytest
 
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
+from shoparena.problems.generator import ProblemGenerator
+from shoparena.problems.io import write_problems
+from shoparena.sandbox import SandboxUnavailable, check_sandbox, run_sandboxed
+from tests.sandbox.conftest import SMALL
 
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM_RELATIVE = Path("shared") / "data" / "upstream"
@@ -35,6 +42,7 @@ def find_upstream_dir() -> Path | None:
 
 
 UPSTREAM_DIR = find_upstream_dir()
+SANDBOX_UNAVAILABLE_ENV = "SHOPARENA_SANDBOX_UNAVAILABLE"
 SMALL_CATALOG_SIZE = 5000
 SMALL_CATALOG_SEED = 11
 
@@ -60,3 +68,50 @@ def small_catalog(small_catalog_dir):
     catalog = open_catalog(small_catalog_dir)
     yield catalog
     catalog.close()
+
+
+@pytest.fixture(scope="session")
+def problems_file(small_catalog, tmp_path_factory) -> Path:
+    """Six problems on the small catalogue: the bank of the arena and season tests."""
+    path = tmp_path_factory.mktemp("bank") / "bank.jsonl"
+    write_problems(path, ProblemGenerator(small_catalog, seed=3).generate(6))
+    return path
+
+
+@pytest.fixture(scope="session")
+def agent_catalog_dir(tmp_path_factory) -> Path:
+    """The catalogue of the agent, eval and inference tests (smaller than `small_catalog_dir`)."""
+    path = tmp_path_factory.mktemp("agent-cat") / "c"
+    build_synthetic(path, 2000, seed=5, workers=1)
+    return path
+
+
+@pytest.fixture(scope="session")
+def agent_catalog(agent_catalog_dir):
+    catalog = open_catalog(agent_catalog_dir)
+    yield catalog
+    catalog.close()
+
+
+@pytest.fixture(scope="session")
+def agent_problems(agent_catalog):
+    return ProblemGenerator(agent_catalog, seed=3).generate(3, buckets=("product", "shop", "voucher"))
+
+
+@pytest.fixture(scope="session")
+def sandbox_ready() -> None:
+    """Tests that run untrusted code must fail where the sandbox is missing, unless the machine is
+    declared unable to sandbox (`SHOPARENA_SANDBOX_UNAVAILABLE=<why>`), which skips them with that reason."""
+    reason = os.environ.get(SANDBOX_UNAVAILABLE_ENV)
+    if reason:
+        pytest.skip(f"{SANDBOX_UNAVAILABLE_ENV}: {reason}")
+    try:
+        check_sandbox()
+        outcome = run_sandboxed("print('ok')", limits=SMALL)
+    except SandboxUnavailable as exc:
+        pytest.fail(
+            f"the sandbox is unavailable on this machine: {exc}. Set {SANDBOX_UNAVAILABLE_ENV}=<reason> only "
+            "on a machine that cannot sandbox; the escape tests then skip.",
+            pytrace=False,
+        )
+    assert outcome.ok and outcome.stdout == "ok\n", outcome

@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from shoparena.cli import app
-from tests.arena.corpus import ADVERSARIAL, BENIGN
+from tests.admission.corpus import ADVERSARIAL, BENIGN
 
 runner = CliRunner()
 

@@ -35,7 +35,7 @@ pytest.importorskip("transformers")
 
 NAME = "shoparena-distilled"
 SERVER_MAX = 6
-MINERS = Path(__file__).resolve().parent / "miners"
+MINERS = Path(__file__).resolve().parents[1] / "agents" / "miners"
 CONTEXT = EpisodeContext(step_cap=20, tool_names=())
 THOUGHT_AND_CALL = (
     '<think>Search first.</think><tool_call>{"name": "find_product", "arguments": {"q": "x"}}</tool_call>'

@@ -13,7 +13,7 @@ from shoparena.arena.models import EvaluationSettings
 from shoparena.arena.participants.tryout import TryoutError, TryoutSettings, arena_settings, try_agent
 from shoparena.cli import app
 from shoparena.cli.miner_try_cmd import EXIT_BELOW_THRESHOLD, SEASON_MINERS, TEMPLATES
-from tests.arena.conftest import make_arena
+from tests.arena.arena_helpers import make_arena
 
 FAST = EvaluationSettings(similarity="lexical", timeout_s=60)
 runner = CliRunner()
