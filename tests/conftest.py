@@ -1,12 +1,17 @@
-"""Session-wide fixtures, each built once per session (per xdist worker) and shared read-only: the real
-generated catalogues, the problems on them, and the gate of every test that runs miner files in the
-sandbox. A session fixture lives here, not imported into test modules: pytest builds an imported one
-again for each module that imports it."""
+"""Session-wide fixtures, built once and shared read-only: the real generated catalogues, the problems on
+them, the tiny Qwen3 checkpoint, and the gate of every test that runs miner files in the sandbox.
+
+A session fixture lives here, not imported into test modules: pytest builds an imported one again for
+each module that imports it. Under pytest-xdist each worker is its own session; what takes long to make
+(the tiny checkpoint) is made once for all workers by `built_once`."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,6 +52,28 @@ SMALL_CATALOG_SIZE = 5000
 SMALL_CATALOG_SEED = 11
 
 
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], object]) -> Path:
+    """`build(path)` run once for the whole test run, its result at the returned path (read-only).
+
+    Under pytest-xdist the workers share the run's temporary root (the parent of their own basetemps):
+    the first to take the lock builds into a scratch directory and renames it into place, the others wait
+    on the lock and reuse it. Without xdist this is the session's own basetemp."""
+    basetemp = tmp_path_factory.getbasetemp()
+    root = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    done = root / "built-once" / name
+    done.parent.mkdir(parents=True, exist_ok=True)
+    with open(done.with_name(f"{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this worker dies
+        if not done.is_dir():
+            scratch = done.with_name(f"{name}.building")
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
+            build(scratch / "out")
+            (scratch / "out").rename(done)
+            shutil.rmtree(scratch)
+    return done
+
+
 @pytest.fixture(scope="session")
 def upstream_dir() -> Path:
     if UPSTREAM_DIR is None:
@@ -76,6 +103,24 @@ def problems_file(small_catalog, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("bank") / "bank.jsonl"
     write_problems(path, ProblemGenerator(small_catalog, seed=3).generate(6))
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A tiny Qwen3 checkpoint made by the real `make_tiny_model` (tens of seconds on a busy CPU: made
+    once for every worker), for the renderer, the training stages and the model server."""
+    from shoparena.train.tiny_model import TinyModelConfig, make_tiny_model
+
+    return built_once(
+        tmp_path_factory, "tiny-model", lambda out: make_tiny_model(TinyModelConfig(out=out, seed=0))
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
 
 
 @pytest.fixture(scope="session")

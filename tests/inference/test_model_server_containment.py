@@ -10,7 +10,6 @@ from shoparena.agents.base import ProblemView
 from shoparena.agents.miner.file_agent import make_file_agent
 from shoparena.harness import Episode
 from shoparena.inference.model_server import start_model_server
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 
 pytest.importorskip("transformers")
 
@@ -44,7 +43,7 @@ def agent_main(problem_data):
 
 
 def test_a_sandboxed_miner_reaches_the_served_model_only_through_the_proxy(
-    tiny_model_dir,  # noqa: F811
+    tiny_model_dir,
     tmp_path,
     agent_catalog,
     agent_problems,

@@ -20,7 +20,6 @@ from shoparena.train.multiturn import (
     run_rollout,
     run_rollouts,
 )
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 from tests.train.sampling_world import world
 
 torch = pytest.importorskip("torch")
@@ -56,7 +55,7 @@ def sampling(tmp_path_factory, small_catalog_dir):
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_model_dir) -> str:  # noqa: F811
+def tiny(tiny_model_dir) -> str:
     return str(tiny_model_dir)
 
 
