@@ -1,9 +1,9 @@
 """Session-wide fixtures, built once and shared read-only: the real generated catalogues, the problems on
-them, the tiny Qwen3 checkpoint, and the gate of every test that runs miner files in the sandbox.
+them, the tiny Qwen3 checkpoints, and the gate of every test that runs miner files in the sandbox.
 
 A session fixture lives here, not imported into test modules: pytest builds an imported one again for
 each module that imports it. Under pytest-xdist each worker is its own session; what takes long to make
-(the tiny checkpoint) is made once for all workers by `built_once`."""
+(the tiny checkpoints) is made once for all workers by `built_once`."""
 
 from __future__ import annotations
 
@@ -121,6 +121,16 @@ def tiny_tokenizer(tiny_model_dir):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3(tmp_path_factory, small_catalog) -> str:
+    """A random-weight Qwen3 with a tokenizer trained on the small catalogue's titles, for the hf agent
+    and the eval's protocol tests (made once for every worker)."""
+    pytest.importorskip("transformers")
+    from tests.agents.tiny_qwen3 import save_tiny_qwen3
+
+    return str(built_once(tmp_path_factory, "tiny-qwen3", lambda out: save_tiny_qwen3(out, small_catalog)))
 
 
 @pytest.fixture(scope="session")
