@@ -58,7 +58,7 @@ def test_sqlite_store_is_shared_between_openers(tmp_path):
 def test_sqlite_store_sweeps_expired_entries(tmp_path, monkeypatch):
     import sqlite3
 
-    from shoparena.arena import nonces
+    from shoparena.arena.auth import nonces
 
     monkeypatch.setattr(nonces, "PURGE_EVERY", 10)
     store = SQLiteNonceStore(tmp_path / "n.db")
