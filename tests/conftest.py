@@ -22,6 +22,11 @@ from shoparena.problems.io import write_problems
 from shoparena.sandbox import SandboxUnavailable, check_sandbox, run_sandboxed
 from tests.sandbox.conftest import SMALL
 
+# `make test` runs two xdist workers on two cores: torch's OpenMP pool, sized to every core in each
+# worker (and in the servers and workers they start), makes the two fight over the cores and spin, twice
+# the CPU for the same result. One thread each, unless the caller chose otherwise; set before torch loads.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM_RELATIVE = Path("shared") / "data" / "upstream"
 
