@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check shoparena tests bench
 
 test: $(STAMP) lint sandbox-deps browser-deps
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 --dist loadscope -q
 
 # The sandbox (shoparena.sandbox) runs untrusted agents under bubblewrap: install it when it is missing
 # and we may (root with apt-get), and say loudly when it is still missing — the sandbox tests then FAIL,

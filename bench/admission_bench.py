@@ -37,7 +37,7 @@ from bench.common import percentiles
 from shoparena.admission import MAX_SOURCE_BYTES, check_submission
 
 TARGET_S = 1.0
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "arena" / "admission_corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "admission" / "admission_corpus"
 OUT_DIR = Path(__file__).resolve().parent / "out"
 console = Console()
 

@@ -15,18 +15,13 @@ import pytest
 from shoparena.agents.base import ProblemView, make_agent
 from shoparena.agents.hf_agent import HFAgent, make_hf_agent, template_renders_tools
 from shoparena.harness import Episode
-from tests.agents.tiny_qwen3 import QWEN3_STYLE_TEMPLATE, save_tiny_qwen3
+from tests.agents.tiny_qwen3 import QWEN3_STYLE_TEMPLATE
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
 VIEW = ProblemView(problem_id="p1", query="", bucket="product")
-
-
-@pytest.fixture(scope="module")
-def tiny_qwen3(tmp_path_factory, small_catalog) -> str:
-    return save_tiny_qwen3(tmp_path_factory.mktemp("hf") / "tiny-qwen3", small_catalog)
 
 
 @pytest.fixture(scope="module")

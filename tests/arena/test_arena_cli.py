@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from shoparena.arena import ProblemResultIn, ResultIn
 from shoparena.cli import app
-from tests.arena.conftest import BANNED, BENIGN, Key
+from tests.arena.arena_helpers import BANNED, BENIGN, Key
 
 runner = CliRunner()
 
@@ -255,7 +255,7 @@ def test_validator_refusals_fit_the_validator_side(server, tmp_path, key_file):
 def test_a_cooldown_says_how_long_to_wait_as_a_person_would(
     tmp_path, small_catalog_dir, problems_file, server_factory, miner, files, cooldown_s, wait
 ):
-    from tests.arena.conftest import make_arena
+    from tests.arena.arena_helpers import make_arena
 
     arena = make_arena(
         tmp_path / "arena",

@@ -19,7 +19,7 @@ from shoparena.arena import (
     ResultIn,
     UnknownSubmissionError,
 )
-from tests.arena.conftest import Key, arena_schema_differences, make_arena, parallel
+from tests.arena.arena_helpers import Key, arena_schema_differences, make_arena, parallel
 
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 SECURITY = Violation(rule="security.banned_import", kind="security", line=1, col=0, message="no")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from shoparena.arena.jobs.board import JobBoard
 from shoparena.arena.overview import arena_overview
 from shoparena.cli import app
-from tests.arena.conftest import Key, make_arena
+from tests.arena.arena_helpers import Key, make_arena
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from shoparena.cli import app
-from tests.arena.corpus import ADVERSARIAL, BENIGN_FILES
+from tests.admission.corpus import ADVERSARIAL, BENIGN_FILES
 
 runner = CliRunner()
 

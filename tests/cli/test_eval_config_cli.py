@@ -20,7 +20,7 @@ from shoparena.eval.config import EvalConfig
 from shoparena.eval.runner import run_eval
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
-from tests.agents.test_config import SandboxedConfig
+from tests.eval.test_config import SandboxedConfig
 
 runner = CliRunner()
 

@@ -18,7 +18,6 @@ from shoparena.harness.protocols import canonical_protocol, protocol_spellings
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 from tests.agents.conftest_llm import Reply, ScriptedChatServer, completion, tool_call
-from tests.agents.tiny_qwen3 import save_tiny_qwen3
 
 runner = CliRunner()
 MINER = Path(__file__).resolve().parents[1] / "agents" / "miners" / "good_miner.py"
@@ -42,12 +41,6 @@ def problems_path(small_catalog, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("protocols") / "problems.jsonl"
     write_problems(path, ProblemGenerator(small_catalog, seed=3).generate(1, buckets=("product",)))
     return path
-
-
-@pytest.fixture(scope="module")
-def tiny_qwen3(tmp_path_factory, small_catalog) -> str:
-    pytest.importorskip("transformers")
-    return save_tiny_qwen3(tmp_path_factory.mktemp("hf") / "tiny-qwen3", small_catalog)
 
 
 def run(small_catalog_dir, problems_path: Path, out: Path, agent: str, protocol: str | None, *extra: str):

@@ -20,7 +20,7 @@ from shoparena.judge.prompt import judge_messages
 from shoparena.judge.trace import read_trace
 from shoparena.records.inference import InferenceLog
 from tests.agents.conftest_llm import Reply, ScriptedChatServer, completion, tool_call
-from tests.agents.test_inference_proxy import follow_model, record_of, sdk_session
+from tests.inference.test_inference_proxy import follow_model, record_of, sdk_session
 from tests.judge.conftest import build_trace
 
 MINERS = Path(__file__).resolve().parents[1] / "agents" / "miners"

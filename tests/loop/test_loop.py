@@ -20,7 +20,6 @@ from shoparena.loop.runner import STAGE_NAMES, run_loop
 from shoparena.season.seasonfile import read_season
 from shoparena.season.setup import SeasonSettings
 from shoparena.store import open_store
-from tests.sandbox.conftest import sandbox_ready  # noqa: F401  (the gate of tests that run miner files in bwrap)
 
 SFT = TINY_PIPELINE.parent / "sft.yaml"
 
@@ -50,7 +49,7 @@ def small_config() -> LoopConfig:
 
 
 @pytest.fixture(scope="module")
-def looped(tmp_path_factory, sandbox_ready):  # noqa: F811
+def looped(tmp_path_factory, sandbox_ready):
     out = tmp_path_factory.mktemp("loop") / "out"
     lines: list[str] = []
     result = run_loop(small_config(), out, lines.append)

@@ -1,5 +1,6 @@
-"""Fixtures for the sandbox tests: the gate that fails (never skips) when this machine cannot sandbox,
-small limits so hostile programs end fast, and a real proxy on a Unix socket."""
+"""Fixtures for the sandbox tests: small limits so hostile programs end fast, and a real proxy on a Unix
+socket (the gate that fails where this machine cannot sandbox, `sandbox_ready`, is in tests/conftest.py:
+every test that runs miner files uses it)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from shoparena.sandbox import ProgramFile, SandboxLimits, SandboxUnavailable, check_sandbox, run_sandboxed
+from shoparena.sandbox import ProgramFile, SandboxLimits, run_sandboxed
 from shoparena.sandbox.models import MiB
 
 PROGRAMS = Path(__file__).parent / "programs"
-UNAVAILABLE_ENV = "SHOPARENA_SANDBOX_UNAVAILABLE"
 SMALL = SandboxLimits(
     address_space_bytes=1024 * MiB,
     cpu_s=5,
@@ -28,25 +28,6 @@ SMALL = SandboxLimits(
     stderr_bytes=4096,
     result_bytes=1 * MiB,
 )
-
-
-@pytest.fixture(scope="session")
-def sandbox_ready() -> None:
-    """The escape tests must fail where the sandbox is missing, unless the machine is declared unable
-    to sandbox (`SHOPARENA_SANDBOX_UNAVAILABLE=<why>`), which skips them with that reason."""
-    reason = os.environ.get(UNAVAILABLE_ENV)
-    if reason:
-        pytest.skip(f"{UNAVAILABLE_ENV}: {reason}")
-    try:
-        check_sandbox()
-        outcome = run_sandboxed("print('ok')", limits=SMALL)
-    except SandboxUnavailable as exc:
-        pytest.fail(
-            f"the sandbox is unavailable on this machine: {exc}. Set {UNAVAILABLE_ENV}=<reason> only on a "
-            "machine that cannot sandbox; the escape tests then skip.",
-            pytrace=False,
-        )
-    assert outcome.ok and outcome.stdout == "ok\n", outcome
 
 
 def run_program(name: str, *args: str, **kwargs):

@@ -20,7 +20,6 @@ from shoparena.train.chat_render import (
     assert_mask_is_assistant_only,
     render_with_mask,
 )
-from tests.train.core_fixtures import tiny_model_dir, tiny_tokenizer  # noqa: F401
 
 pytest.importorskip("transformers")
 
@@ -95,7 +94,7 @@ def expected_output(messages: list[dict], index: int) -> str:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(conversation=conversations())
-def test_mask_is_exactly_assistant_output(tiny_tokenizer, conversation):  # noqa: F811
+def test_mask_is_exactly_assistant_output(tiny_tokenizer, conversation):
     messages, tools = conversation
     rendered = render_with_mask(tiny_tokenizer, messages, tools)
     template = tiny_tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False)
@@ -151,7 +150,7 @@ def _conversation() -> list[dict]:
     ]
 
 
-def test_earlier_turns_lose_their_reasoning_and_spans_stay_inside(tiny_tokenizer):  # noqa: F811
+def test_earlier_turns_lose_their_reasoning_and_spans_stay_inside(tiny_tokenizer):
     messages = _conversation()
     rendered = render_with_mask(tiny_tokenizer, messages, TOOLS)
     spans = [tiny_tokenizer.decode(rendered.input_ids[s.start : s.end]) for s in rendered.spans]
@@ -175,7 +174,7 @@ def _naive_mask(tokenizer, rendered: RenderedConversation) -> list[int]:
     return mask
 
 
-def test_wrong_masks_are_caught(tiny_tokenizer):  # noqa: F811
+def test_wrong_masks_are_caught(tiny_tokenizer):
     messages = _conversation()
     rendered = render_with_mask(tiny_tokenizer, messages, TOOLS)
     naive = rendered.model_copy(update={"assistant_mask": _naive_mask(tiny_tokenizer, rendered)})
@@ -192,7 +191,7 @@ def test_wrong_masks_are_caught(tiny_tokenizer):  # noqa: F811
         assert_mask_is_assistant_only(tiny_tokenizer, everything, messages, TOOLS)
 
 
-def test_a_different_template_is_refused(tiny_tokenizer):  # noqa: F811
+def test_a_different_template_is_refused(tiny_tokenizer):
     other = copy.deepcopy(tiny_tokenizer)
     other.chat_template = (
         "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content or '' }}<|im_end|>\n{% endfor %}"

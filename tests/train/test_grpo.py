@@ -22,7 +22,6 @@ from shoparena.train.multiturn import (
 )
 from shoparena.train.rewards import RewardFormula
 from tests.jsonl import read_jsonl
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 from tests.train.sampling_world import world
 
 torch = pytest.importorskip("torch")
@@ -58,7 +57,7 @@ def sampling(tmp_path_factory, small_catalog_dir):
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_model_dir) -> str:  # noqa: F811
+def tiny(tiny_model_dir) -> str:
     return str(tiny_model_dir)
 
 

@@ -17,7 +17,6 @@ from shoparena.train.kto import KTOStageConfig, run_kto
 from shoparena.train.kto_data import kto_examples
 from shoparena.train.metrics import read_metrics
 from shoparena.train.rollouts import read_records
-from tests.train.core_fixtures import tiny_model_dir, tiny_tokenizer  # noqa: F401
 from tests.train.sampling_world import World, world
 
 
@@ -53,7 +52,7 @@ def _records(path):
     return [(f"{path}:{i}", r) for i, r in enumerate(read_records(path), start=1)]
 
 
-def test_examples_are_assistant_turns_labelled_by_strict_score(teacher_run, tiny_tokenizer, w):  # noqa: F811
+def test_examples_are_assistant_turns_labelled_by_strict_score(teacher_run, tiny_tokenizer, w):
     trajectories, _ = teacher_run
     records = _records(trajectories)
     upstream = _records(w.run / "trajectories.jsonl")[:1]  # scored in upstream mode: refused
@@ -94,7 +93,7 @@ def _config(tmp_path, model, trajectories, probe, threshold, **extra):
     )
 
 
-def test_kto_stops_at_the_first_probe_below_the_threshold(tmp_path, tiny_model_dir, teacher_run, w):  # noqa: F811
+def test_kto_stops_at_the_first_probe_below_the_threshold(tmp_path, tiny_model_dir, teacher_run, w):
     trajectories, probe = teacher_run
     result = run_kto(_config(tmp_path, tiny_model_dir, trajectories, probe, 0.9, catalog=w.catalog))
     assert result.steps == 1  # stopped right after the first probe
@@ -134,7 +133,7 @@ def test_kto_stops_at_the_first_probe_below_the_threshold(tmp_path, tiny_model_d
     assert resolved["beta"] == 0.02 and resolved["learning_rate"] == 5e-6
 
 
-def test_kto_runs_on_when_the_threshold_is_zero(tmp_path, tiny_model_dir, teacher_run, w):  # noqa: F811
+def test_kto_runs_on_when_the_threshold_is_zero(tmp_path, tiny_model_dir, teacher_run, w):
     trajectories, probe = teacher_run
     result = run_kto(
         _config(tmp_path, tiny_model_dir, trajectories, probe, 0.0, catalog=w.catalog, learning_rate=1e-2)
@@ -165,7 +164,7 @@ def test_kto_runs_on_when_the_threshold_is_zero(tmp_path, tiny_model_dir, teache
     assert run.episodes_run == 1
 
 
-def test_kto_refuses_trajectories_without_strict_scores(tmp_path, tiny_model_dir, w):  # noqa: F811
+def test_kto_refuses_trajectories_without_strict_scores(tmp_path, tiny_model_dir, w):
     with pytest.raises(ValueError, match="no example could be made"):
         run_kto(
             KTOStageConfig(
@@ -179,7 +178,7 @@ def test_kto_refuses_trajectories_without_strict_scores(tmp_path, tiny_model_dir
     assert rejects and {r["reason"] for r in rejects} == {"not_strict"}
 
 
-def test_kto_command_with_the_tiny_config(tmp_path, tiny_model_dir, teacher_run, w):  # noqa: F811
+def test_kto_command_with_the_tiny_config(tmp_path, tiny_model_dir, teacher_run, w):
     from pathlib import Path
 
     from typer.testing import CliRunner

@@ -25,7 +25,6 @@ from shoparena.train.multiturn import (
     run_rollout,
     run_rollouts,
 )
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -41,7 +40,7 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_model_dir):  # noqa: F811
+def tiny(tiny_model_dir):
     """`shoparena train tiny-model`'s checkpoint: Qwen3's own chat template, random weights."""
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
     model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir)

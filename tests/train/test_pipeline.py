@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 from shoparena.cli import app
 from shoparena.train.config import ConfigError
 from shoparena.train.pipeline import STAGE_RESULT, PipelineConfig, run_pipeline
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 from tests.train.sampling_world import world
 
 torch = pytest.importorskip("torch")
@@ -48,7 +47,7 @@ def tiny_config(sampling, model: Path, **changes) -> PipelineConfig:
     )
 
 
-def test_the_five_stages_chain_resume_and_report(sampling, tiny_model_dir, tmp_path):  # noqa: F811
+def test_the_five_stages_chain_resume_and_report(sampling, tiny_model_dir, tmp_path):
     out = tmp_path / "pipeline"
     said: list[str] = []
     result = run_pipeline(tiny_config(sampling, tiny_model_dir), out, said.append)
@@ -90,7 +89,7 @@ def test_the_five_stages_chain_resume_and_report(sampling, tiny_model_dir, tmp_p
     assert any(p.name.startswith("05-grpo.interrupted-") for p in out.iterdir())
 
 
-def test_changed_stage_config_is_run_again(sampling, tiny_model_dir, tmp_path):  # noqa: F811
+def test_changed_stage_config_is_run_again(sampling, tiny_model_dir, tmp_path):
     out = tmp_path / "pipeline"
     one = tiny_config(
         sampling, tiny_model_dir, evaluate=None, stages=[{"stage": "sft", "values": {"max_steps": 1}}]

@@ -21,7 +21,6 @@ from shoparena.scoring.rules import parse_product_ids
 from shoparena.scoring.similarity import make_similarity
 from shoparena.train.prm import PRMStageConfig, ProcessRewardModel, auc, run_prm
 from shoparena.train.prm_labels import OUTPUTS, step_labels
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +94,7 @@ def _turn_of(record: TrajectoryRecord, call_id: str) -> int:
 def test_the_head_learns_more_than_the_mean_and_reloads(
     prm_world,
     small_catalog_dir,
-    tiny_model_dir,  # noqa: F811  (the shared fixture)
+    tiny_model_dir,
     tmp_path,
 ):
     _, problems, runs = prm_world
@@ -145,7 +144,7 @@ def test_bad_inputs_are_refused_by_name(
     prm_world,
     small_catalog,
     small_catalog_dir,
-    tiny_model_dir,  # noqa: F811  (the shared fixture)
+    tiny_model_dir,
     tmp_path,
 ):
     _, _, runs = prm_world

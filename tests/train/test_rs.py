@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from shoparena.problems.io import write_problems
 from shoparena.train.metrics import read_metrics
 from shoparena.train.rs import RSStageConfig, mix_rows, run_rs
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401
 from tests.train.sampling_world import World, world
 
 
@@ -53,7 +52,7 @@ def _config(w, model, problems, out, **extra) -> RSStageConfig:
     return RSStageConfig.from_values(values)
 
 
-def test_rs_samples_the_tiny_model_and_skips_when_nothing_passes(w, tiny_model_dir, problems_file, tmp_path):  # noqa: F811
+def test_rs_samples_the_tiny_model_and_skips_when_nothing_passes(w, tiny_model_dir, problems_file, tmp_path):
     config = _config(
         w,
         tiny_model_dir,
@@ -92,7 +91,7 @@ def test_rs_samples_the_tiny_model_and_skips_when_nothing_passes(w, tiny_model_d
 
 def test_rs_mixes_kept_rollouts_half_and_half_with_the_corpus_and_re_sfts(
     w,
-    tiny_model_dir,  # noqa: F811
+    tiny_model_dir,
     problems_file,
     tmp_path,
 ):
@@ -135,7 +134,7 @@ def test_mix_keeps_every_rollout_and_draws_the_corpus_share(n_rollouts, n_corpus
     assert mix_rows(rollouts, corpus, ratio, seed) == (mixed, drawn)
 
 
-def test_rs_command_with_the_tiny_config(w, tiny_model_dir, problems_file, tmp_path):  # noqa: F811
+def test_rs_command_with_the_tiny_config(w, tiny_model_dir, problems_file, tmp_path):
     from pathlib import Path
 
     from typer.testing import CliRunner

@@ -16,7 +16,6 @@ from shoparena.train.chat_render import render_with_mask
 from shoparena.train.config import ConfigError
 from shoparena.train.sft import SFTStageConfig, run_sft
 from tests.jsonl import read_jsonl
-from tests.train.core_fixtures import tiny_corpus, tiny_model_dir, tiny_tokenizer  # noqa: F401
 from tests.train.test_chat_render import expected_output
 
 pytest.importorskip("trl")
@@ -31,7 +30,7 @@ def _lengths(tokenizer, rows: list[dict]) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def sft_run(tiny_corpus, tiny_model_dir, tmp_path_factory):  # noqa: F811
+def sft_run(tiny_corpus, tiny_model_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("sft") / "run"
     args = ["train", "sft", "--config", str(TINY_CONFIG), "--corpus", str(tiny_corpus)]
     args += ["--model", str(tiny_model_dir), "--out", str(out), "--max-length", str(MAX_LENGTH)]
@@ -40,7 +39,7 @@ def sft_run(tiny_corpus, tiny_model_dir, tmp_path_factory):  # noqa: F811
     return out, result.output
 
 
-def test_sft_writes_every_output(sft_run, tiny_corpus, tiny_tokenizer):  # noqa: F811
+def test_sft_writes_every_output(sft_run, tiny_corpus, tiny_tokenizer):
     out, output = sft_run
     assert "checkpoint:" in output and str(out / "adapter") in output
     adapter = json.loads((out / "adapter" / "adapter_config.json").read_text())
@@ -64,7 +63,7 @@ def test_sft_writes_every_output(sft_run, tiny_corpus, tiny_tokenizer):  # noqa:
     assert "SFT (LoRA)" in report and "mask_check.json" in report and "too_long" in report
 
 
-def test_mask_check_spans_are_exactly_assistant_output(sft_run, tiny_corpus, tiny_tokenizer):  # noqa: F811
+def test_mask_check_spans_are_exactly_assistant_output(sft_run, tiny_corpus, tiny_tokenizer):
     out, _ = sft_run
     check = json.loads((out / "mask_check.json").read_text())
     train = read_jsonl(tiny_corpus / "train.jsonl")
@@ -102,7 +101,7 @@ def test_trained_adapter_runs_as_an_eval_agent(sft_run, small_catalog, small_cat
     assert len(records) == 1 and records[0]["score"] is not None
 
 
-def test_lr_sweep_keeps_the_lowest_held_out_loss(tiny_corpus, tiny_model_dir, tmp_path):  # noqa: F811
+def test_lr_sweep_keeps_the_lowest_held_out_loss(tiny_corpus, tiny_model_dir, tmp_path):
     config = SFTStageConfig.from_file(
         TINY_CONFIG,
         corpus=tiny_corpus,
@@ -130,7 +129,7 @@ def test_lr_sweep_keeps_the_lowest_held_out_loss(tiny_corpus, tiny_model_dir, tm
     assert AutoModelForCausalLM.from_pretrained(result.merged).config.model_type == "qwen3"
 
 
-def test_rows_api_and_a_stage_on_top_of_an_adapter(tiny_corpus, tiny_model_dir, tiny_tokenizer, tmp_path):  # noqa: F811
+def test_rows_api_and_a_stage_on_top_of_an_adapter(tiny_corpus, tiny_model_dir, tiny_tokenizer, tmp_path):
     """What RS / teacher SFT do: `run_sft` on rows they built, from the previous stage's adapter."""
     rows = [r for r in read_jsonl(tiny_corpus / "train.jsonl")]
     short = [r for r, n in zip(rows, _lengths(tiny_tokenizer, rows), strict=True) if n <= MAX_LENGTH]
@@ -158,7 +157,7 @@ def test_rows_api_and_a_stage_on_top_of_an_adapter(tiny_corpus, tiny_model_dir, 
     assert agent.tokenizer.chat_template == tiny_tokenizer.chat_template
 
 
-def test_config_errors_name_the_key(tmp_path, tiny_model_dir):  # noqa: F811
+def test_config_errors_name_the_key(tmp_path, tiny_model_dir):
     bad = tmp_path / "bad.yaml"
     bad.write_text("learnin_rate: 0.1\nlora_r: 8\n")
     with pytest.raises(ConfigError, match="unknown key 'learnin_rate'"):

@@ -10,10 +10,9 @@ import pytest
 
 from shoparena.train.corpus_data import DataError, read_corpus, read_rows, read_training_data
 from tests.jsonl import read_jsonl
-from tests.train.core_fixtures import tiny_corpus  # noqa: F401
 
 
-def test_corpus_splits_and_manifest(tiny_corpus, tmp_path):  # noqa: F811
+def test_corpus_splits_and_manifest(tiny_corpus, tmp_path):
     splits = read_corpus(tiny_corpus)
     assert splits.train == read_jsonl(tiny_corpus / "train.jsonl") and splits.eval
     assert splits.manifest_sha256 and len(splits.manifest_sha256) == 64

@@ -14,7 +14,6 @@ from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 from shoparena.train.metrics import read_metrics
 from shoparena.train.teacher import TeacherStageConfig, run_teacher, upsample
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401
 from tests.train.sampling_world import World, world
 
 
@@ -27,7 +26,7 @@ def _lines(path):
     return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
 
 
-def test_teacher_rollouts_strictly_scored_vouchers_upsampled_then_sft(w, tiny_model_dir, tmp_path):  # noqa: F811
+def test_teacher_rollouts_strictly_scored_vouchers_upsampled_then_sft(w, tiny_model_dir, tmp_path):
     backend = open_catalog(w.catalog)
     try:  # tasks the corpus has never seen, vouchers among them
         new = ProblemGenerator(backend, seed=21).generate(6, ["voucher"])
@@ -88,7 +87,7 @@ def test_upsample_repeats_only_the_bucket():
     assert upsample(rows, "voucher", 3, seed=1) == (out, hits)
 
 
-def test_sample_only_writes_the_training_set_and_trains_nothing(w, tiny_model_dir, tmp_path, monkeypatch):  # noqa: F811
+def test_sample_only_writes_the_training_set_and_trains_nothing(w, tiny_model_dir, tmp_path, monkeypatch):
     problems = tmp_path / "problems.jsonl"
     write_problems(problems, w.fresh)
     values = {

@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 from shoparena.cli import app
 from shoparena.train.qwen3_template import QWEN3_CHAT_TEMPLATE
 from shoparena.train.tiny_model import TAG_TOKENS, TinyModelConfig, make_tiny_model
-from tests.train.core_fixtures import tiny_model_dir, tiny_tokenizer  # noqa: F401
 
 transformers = pytest.importorskip("transformers")
 
@@ -53,7 +52,7 @@ def test_template_is_qwen3s_as_trl_ships_it():
     assert shipped.read_text().rstrip("\n") == QWEN3_CHAT_TEMPLATE
 
 
-def test_generation_prompt_and_thinking_switch(tiny_tokenizer):  # noqa: F811
+def test_generation_prompt_and_thinking_switch(tiny_tokenizer):
     messages = [{"role": "user", "content": "wireless earbuds"}]
     prompt = tiny_tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     assert prompt == "<|im_start|>user\nwireless earbuds<|im_end|>\n<|im_start|>assistant\n"
@@ -63,7 +62,7 @@ def test_generation_prompt_and_thinking_switch(tiny_tokenizer):  # noqa: F811
     assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
 
 
-def test_tiny_model_runs_as_an_eval_agent(tiny_model_dir, small_catalog, small_catalog_dir, tmp_path):  # noqa: F811
+def test_tiny_model_runs_as_an_eval_agent(tiny_model_dir, small_catalog, small_catalog_dir, tmp_path):
     """Random weights write junk; the run must still complete, be recorded and be scored."""
     import json
 

@@ -15,7 +15,7 @@ from shoparena.arena.jobs.board import JobBoard
 from shoparena.arena.jobs.intake import ResultIntake
 from shoparena.arena.models import JobOffer, ResultPost
 from shoparena.records.trajectory import TrajectoryRecord
-from tests.arena.conftest import Key, make_arena
+from tests.arena.arena_helpers import Key, make_arena
 from tests.arena.job_helpers import BENIGN_AGENT, EVALUATION, NO_COOLDOWN
 
 RACE_BANK = "race_bank.jsonl"
@@ -52,7 +52,7 @@ class Racing:
 
     def submit(self, miner: Key, name: str = "agent.py", tweak: str = "") -> str:
         """An admitted submission recorded through the ledger (the miner API's own path is tested in
-        tests/arena); `tweak` makes the code distinct."""
+        tests/arena/api); `tweak` makes the code distinct."""
         from shoparena.admission import check_submission
 
         code = (self.code + tweak).encode()

@@ -21,8 +21,8 @@ from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.competition.pools import manifest_path, qualifying_problems, read_manifest
 from shoparena.arena.ledger import CooldownActive, CooldownPolicy
 from shoparena.arena.tables import JOBS
+from tests.arena.arena_helpers import Key, make_arena
 from tests.arena.competition.race_helpers import RACE_BANK, Racing, by_miner
-from tests.arena.conftest import Key, make_arena
 from tests.arena.job_helpers import EVALUATION, NO_COOLDOWN
 
 CADENCE_S = 3600

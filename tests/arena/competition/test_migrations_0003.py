@@ -32,7 +32,7 @@ from shoparena.arena.schema import (
 )
 from shoparena.store import open_store
 from shoparena.store.engine import alembic_config, write_transaction
-from tests.arena.conftest import Key, arena_schema_differences, make_arena
+from tests.arena.arena_helpers import Key, arena_schema_differences, make_arena
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 RACE_ID = "race-00001"

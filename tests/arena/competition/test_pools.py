@@ -30,7 +30,7 @@ from shoparena.arena.config import read_config
 from shoparena.problems.canonical import reward_fingerprint, with_leak_clusters
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import read_problems, write_problems
-from tests.arena.conftest import parallel
+from tests.arena.arena_helpers import parallel
 
 CREATED = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 CADENCE_S = 3600

@@ -16,7 +16,7 @@ from shoparena.arena.models import JobOffer, ResultPost
 from shoparena.arena.participants.client import ArenaRefused
 from shoparena.eval.runner import catalog_fingerprint
 from shoparena.records.trajectory import SCORING_PIPELINE_VERSION
-from tests.arena.conftest import Key, make_arena, parallel
+from tests.arena.arena_helpers import Key, make_arena, parallel
 from tests.arena.job_helpers import BENIGN_AGENT, EVALUATION, LEASE_S, NO_COOLDOWN, client, submit
 
 VALIDATOR_PATHS = (

@@ -12,7 +12,7 @@ import pytest
 
 from shoparena.arena.api.public import MAX_RACES
 from shoparena.arena.competition.models import AgentDetail, LeaderboardEntry, Race, WeightVector
-from tests.arena.competition.public_fixtures import T0, XSS_HOTKEY, XSS_NAME, MemoryCompetition, build_season
+from tests.arena.api.public_fixtures import T0, XSS_HOTKEY, XSS_NAME, MemoryCompetition, build_season
 
 
 def at(clock, moment: datetime) -> None:

@@ -11,7 +11,7 @@ import pytest
 from markupsafe import escape
 
 from shoparena.arena.api.web.pages import BAR_WIDTH, quality_chart
-from tests.arena.competition.public_fixtures import T0, XSS_HOTKEY, XSS_NAME, MemoryCompetition, build_season
+from tests.arena.api.public_fixtures import T0, XSS_HOTKEY, XSS_NAME, MemoryCompetition, build_season
 
 
 @pytest.fixture

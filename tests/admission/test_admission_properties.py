@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shoparena.admission import RULES, Violation, analyse
-from tests.arena.corpus import ADVERSARIAL, BENIGN, CORPUS
+from tests.admission.corpus import ADVERSARIAL, BENIGN, CORPUS
 
 
 def _statements() -> list[str]:

@@ -1,27 +1,11 @@
-"""Shared by the training tests: a tiny Qwen3 checkpoint made by the real `make_tiny_model` (once per
-session, a few seconds), for the renderer, the SFT stage and the stages built on them."""
+"""Training fixtures: a corpus made the real way, once per session (the tiny checkpoint it trains is in
+tests/conftest.py, shared with the model server's tests)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from shoparena.train.tiny_model import TinyModelConfig, make_tiny_model
-
-
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tiny") / "model"
-    make_tiny_model(TinyModelConfig(out=out, seed=0))
-    return out
-
-
-@pytest.fixture(scope="session")
-def tiny_tokenizer(tiny_model_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(tiny_model_dir)
 
 
 @pytest.fixture(scope="session")

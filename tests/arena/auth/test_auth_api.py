@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.arena.conftest import BENIGN, REDIS_URL, Key, make_arena, parallel
+from tests.arena.arena_helpers import BENIGN, REDIS_URL, Key, make_arena, parallel
 
 
 def refused(response: httpx.Response, reason: str) -> dict:

@@ -21,14 +21,13 @@ from shoparena.season.driver import Season, race_seed
 from shoparena.season.roster import FAVOURITE_SLOT, ROSTER
 from shoparena.season.seasonfile import SeasonFile, read_season
 from shoparena.season.setup import SeasonSettings
-from tests.sandbox.conftest import sandbox_ready  # noqa: F401  (the gate of tests that run miner files in bwrap)
 
 runner = CliRunner()
 MINERS, VALIDATORS, DAYS, SEED = 5, 2, 2, 1
 
 
 @pytest.fixture(scope="module")
-def played(tmp_path_factory, sandbox_ready) -> tuple[Path, SeasonFile, str]:  # noqa: F811
+def played(tmp_path_factory, sandbox_ready) -> tuple[Path, SeasonFile, str]:
     where = tmp_path_factory.mktemp("season")
     out = where / "season.json"
     result = runner.invoke(
@@ -156,7 +155,7 @@ def _small_season(where: Path) -> SeasonFile:
     return Season(where, settings).run()
 
 
-def test_the_same_seed_plays_the_same_season(tmp_path, sandbox_ready):  # noqa: F811
+def test_the_same_seed_plays_the_same_season(tmp_path, sandbox_ready):
     first = _small_season(tmp_path / "a")
     second = _small_season(tmp_path / "b")
     assert first.timing is not None and second.timing is not None
@@ -181,7 +180,7 @@ def test_arena_serve_shows_the_seasons_leaderboard(played):
     assert {race["race_id"] for race in races} == {race.race_id for race in season.races}
 
 
-def test_a_second_season_in_the_same_arena_goes_on_where_the_first_ended(tmp_path, sandbox_ready):  # noqa: F811
+def test_a_second_season_in_the_same_arena_goes_on_where_the_first_ended(tmp_path, sandbox_ready):
     settings = SeasonSettings(
         miners=1, validators=1, days=1, seed=SEED, sandbox="bwrap", race_problems=1, qualifying_problems=1
     )

@@ -10,8 +10,6 @@ from shoparena.agents.base import ProblemView
 from shoparena.agents.miner.file_agent import make_file_agent
 from shoparena.harness import Episode
 from shoparena.inference.model_server import start_model_server
-from tests.sandbox.conftest import sandbox_ready  # noqa: F401  (the bwrap gate)
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 
 pytest.importorskip("transformers")
 
@@ -45,11 +43,11 @@ def agent_main(problem_data):
 
 
 def test_a_sandboxed_miner_reaches_the_served_model_only_through_the_proxy(
-    tiny_model_dir,  # noqa: F811
+    tiny_model_dir,
     tmp_path,
     agent_catalog,
     agent_problems,
-    sandbox_ready,  # noqa: F811
+    sandbox_ready,
 ):
     with start_model_server(tiny_model_dir, name=NAME, max_new_tokens=4) as server:
         port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])

@@ -22,7 +22,7 @@ from shoparena.arena.participants.validator import JobFailed, Validator, Validat
 from shoparena.cli import app
 from shoparena.index.catalog_dir import build_synthetic
 from shoparena.store.query import RecordFilter
-from tests.arena.conftest import Key, make_arena, parallel
+from tests.arena.arena_helpers import Key, make_arena, parallel
 from tests.arena.job_helpers import (
     BENIGN_AGENT,
     EVALUATION,
@@ -32,7 +32,6 @@ from tests.arena.job_helpers import (
     submit,
 )
 from tests.judge.loopback import ScriptedServer, verdict_text
-from tests.sandbox.conftest import sandbox_ready  # noqa: F401  (the gate of tests that run miner files in bwrap)
 
 runner = CliRunner()
 OUTCOME_FIELDS = (

@@ -13,7 +13,7 @@ from shoparena.agents.base import ProblemView
 from shoparena.agents.miner.file_agent import make_file_agent
 from shoparena.harness import Episode
 from shoparena.problems.generator import ProblemGenerator
-from tests.arena.corpus import ADVERSARIAL, BENIGN, MINERS, SEASON_BENIGN, evasion, expected_rules
+from tests.admission.corpus import ADVERSARIAL, BENIGN, MINERS, SEASON_BENIGN, evasion, expected_rules
 
 MIN_ADVERSARIAL = 40
 MIN_BENIGN = 10

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from shoparena.arena.competition.firehose import MAX_LIMIT, START, make_cursor, parse_cursor
 from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store.feed import MAX_POSITION, FeedPosition
-from tests.arena.competition.public_fixtures import MemoryCompetition
+from tests.arena.api.public_fixtures import MemoryCompetition
 
 
 def copies(records: list[TrajectoryRecord], n: int, tag: str) -> list[TrajectoryRecord]:

@@ -36,7 +36,7 @@ from shoparena.records.trajectory import (
 from shoparena.store import open_store
 from tests.agents.conftest_llm import Reply, ScriptedChatServer, completion, error_body, tool_call
 
-MINERS = Path(__file__).resolve().parent / "miners"
+MINERS = Path(__file__).resolve().parents[1] / "agents" / "miners"
 
 
 @pytest.fixture(scope="module")

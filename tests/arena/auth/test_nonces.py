@@ -8,7 +8,7 @@ import pytest
 
 from shoparena.arena.auth.nonces import RedisNonceStore, SQLiteNonceStore, open_nonce_store
 from shoparena.arena.errors import ArenaConfigError, NonceStoreUnavailable
-from tests.arena.conftest import REDIS_URL, parallel
+from tests.arena.arena_helpers import REDIS_URL, parallel
 
 
 @pytest.fixture(params=["sqlite", "redis"])

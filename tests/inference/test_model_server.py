@@ -28,14 +28,13 @@ from shoparena.inference.model_server import HFModelServer, start_model_server
 from shoparena.inference.upstreams import EpisodeContext, UpstreamError, make_upstream
 from shoparena.inference.vllm_server import VllmServer, VllmStartError, VllmUnavailable, vllm_command
 from shoparena.sandbox import NoSandboxWarning
-from tests.train.core_fixtures import tiny_model_dir  # noqa: F401  (a fixture, shared)
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 NAME = "shoparena-distilled"
 SERVER_MAX = 6
-MINERS = Path(__file__).resolve().parent / "miners"
+MINERS = Path(__file__).resolve().parents[1] / "agents" / "miners"
 CONTEXT = EpisodeContext(step_cap=20, tool_names=())
 THOUGHT_AND_CALL = (
     '<think>Search first.</think><tool_call>{"name": "find_product", "arguments": {"q": "x"}}</tool_call>'
@@ -43,7 +42,7 @@ THOUGHT_AND_CALL = (
 
 
 @pytest.fixture(scope="module")
-def server(tiny_model_dir):  # noqa: F811
+def server(tiny_model_dir):
     with start_model_server(tiny_model_dir, name=NAME, device="cpu", max_new_tokens=SERVER_MAX) as running:
         yield running
 
@@ -79,7 +78,7 @@ def user(text: str = "a yoga mat") -> list[dict]:
 
 
 # -- the happy path through the proxy's upstream client -------------------------------------------------
-def test_models_and_a_real_generation_through_the_http_upstream(server, tiny_model_dir):  # noqa: F811
+def test_models_and_a_real_generation_through_the_http_upstream(server, tiny_model_dir):
     with urllib.request.urlopen(f"{server.base_url}/models", timeout=10) as response:
         listed = json.loads(response.read())
     assert listed["object"] == "list" and [m["id"] for m in listed["data"]] == [NAME]
@@ -290,7 +289,7 @@ def test_a_miner_reaches_the_served_checkpoint_through_the_proxy(server, seen, a
 
 
 # -- the vLLM backend (vLLM is not installed here: the command and the errors) -----------------------------
-def test_the_vllm_command_for_a_full_checkpoint_and_for_a_lora_adapter(tmp_path, tiny_model_dir):  # noqa: F811
+def test_the_vllm_command_for_a_full_checkpoint_and_for_a_lora_adapter(tmp_path, tiny_model_dir):
     command = vllm_command(tiny_model_dir, name=NAME, host="127.0.0.1", port=8001, max_new_tokens=512)
     assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     joined = " ".join(command)
@@ -315,7 +314,7 @@ def test_the_vllm_command_for_a_full_checkpoint_and_for_a_lora_adapter(tmp_path,
 
 def test_without_vllm_the_backend_says_how_to_install_it_and_a_dead_server_shows_its_log(
     tmp_path,
-    tiny_model_dir,  # noqa: F811
+    tiny_model_dir,
 ):
     server = start_model_server(tiny_model_dir, name=NAME, backend="vllm")
     assert isinstance(server, VllmServer)
@@ -331,7 +330,7 @@ def test_without_vllm_the_backend_says_how_to_install_it_and_a_dead_server_shows
     assert dying.process is None
 
 
-def test_the_cli_teaches_how_to_point_the_proxy_at_the_server(tiny_model_dir):  # noqa: F811
+def test_the_cli_teaches_how_to_point_the_proxy_at_the_server(tiny_model_dir):
     from shoparena.cli import app
 
     result = CliRunner().invoke(app, ["model", "serve", "--help"], env={"COLUMNS": "200"})
@@ -342,7 +341,7 @@ def test_the_cli_teaches_how_to_point_the_proxy_at_the_server(tiny_model_dir):  
     assert result.exit_code != 0 and "hf" in result.output
 
 
-def test_an_hf_server_is_stopped_cleanly_and_names_its_state(tiny_model_dir):  # noqa: F811
+def test_an_hf_server_is_stopped_cleanly_and_names_its_state(tiny_model_dir):
     idle = HFModelServer(tiny_model_dir, name=NAME)
     with pytest.raises(RuntimeError, match="not started"):
         idle.base_url  # noqa: B018
@@ -361,7 +360,7 @@ def test_hf_generate_takes_per_call_overrides_and_keeps_its_defaults(server):
         agent.generate(prompt, max_new_tokens=0)
 
 
-def test_a_lora_adapter_directory_is_served_on_its_base(tiny_model_dir, tmp_path):  # noqa: F811
+def test_a_lora_adapter_directory_is_served_on_its_base(tiny_model_dir, tmp_path):
     peft = pytest.importorskip("peft")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -12,8 +12,8 @@ import pytest
 from shoparena.admission import Violation, check_submission
 from shoparena.arena import ProblemResultIn, ResultIn
 from shoparena.arena.codestore import code_sha256
-from tests.arena.conftest import BANNED, BENIGN, Key, make_arena, parallel
-from tests.arena.test_auth_api import raw_request, refused, submit_body
+from tests.arena.arena_helpers import BANNED, BENIGN, Key, make_arena, parallel
+from tests.arena.auth.test_auth_api import raw_request, refused, submit_body
 
 MIB = 1024 * 1024
 

@@ -29,7 +29,7 @@ from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.sandbox import NoSandboxWarning
 from tests.sandbox.test_limits import host_processes_with
 
-HOSTILE = Path(__file__).resolve().parent / "miners" / "hostile"
+HOSTILE = Path(__file__).resolve().parents[1] / "miners" / "hostile"
 pytestmark = pytest.mark.usefixtures("sandbox_ready")
 
 
@@ -259,7 +259,7 @@ def test_the_episodes_timeout_cancels_a_longer_sandbox_clock(small_catalog_dir, 
     [record] = evaluate(
         small_catalog_dir,
         problems_file,
-        Path(__file__).parent / "miners" / "sleeping_miner.py",
+        Path(__file__).resolve().parents[1] / "miners" / "sleeping_miner.py",
         tmp_path / "run",
         limit=1,
         timeout=1.5,

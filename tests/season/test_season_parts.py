@@ -18,7 +18,7 @@ from shoparena.cli import app
 from shoparena.season.clock import SEASON_EPOCH, SimClock
 from shoparena.season.driver import race_seed, seeded_ids
 from shoparena.season.setup import SIMULATED_MARKER, SeasonSettings, open_or_init
-from tests.arena.conftest import Key
+from tests.arena.arena_helpers import Key
 
 runner = CliRunner()
 

@@ -30,7 +30,7 @@ from shoparena.sandbox import NoSandboxWarning
 from shoparena.scoring import LexicalSimilarity, RuleScorer
 from tests.sandbox.test_limits import host_processes_with
 
-MINERS = Path(__file__).resolve().parent / "miners"
+MINERS = Path(__file__).resolve().parents[1] / "miners"
 SANDBOXED = pytest.mark.usefixtures("sandbox_ready")  # the tests that run miner files (file_server has it)
 
 

@@ -15,7 +15,7 @@ from shoparena.eval.runner import run_eval
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 
-MINERS = Path(__file__).resolve().parent / "miners"
+MINERS = Path(__file__).resolve().parents[1] / "miners"
 pytestmark = pytest.mark.usefixtures("sandbox_ready")  # miner files run in the sandbox
 MAX_RECORD_BYTES = 2_000_000
 

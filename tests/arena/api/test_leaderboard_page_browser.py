@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.arena.competition.public_fixtures import T0, XSS_HOTKEY, XSS_NAME, MemoryCompetition, build_season
+from tests.arena.api.public_fixtures import T0, XSS_HOTKEY, XSS_NAME, MemoryCompetition, build_season
 
 BROWSERS = ("chromium", "chromium-browser")
 INSTALL = ["apt-get", "install", "-y", "chromium", "chromium-driver"]

@@ -19,7 +19,7 @@ from shoparena.arena.participants.tryout import (
 from shoparena.cli import app
 from shoparena.cli.miner_try_cmd import EXIT_BELOW_THRESHOLD, TEMPLATES
 from shoparena.season.roster import miner_source
-from tests.arena.conftest import make_arena
+from tests.arena.arena_helpers import make_arena
 
 FAST = EvaluationSettings(similarity="lexical", timeout_s=60)
 runner = CliRunner()
