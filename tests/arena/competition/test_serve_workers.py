@@ -200,3 +200,26 @@ def test_tickers_take_turns_on_the_ticker_lock(
             ticker.terminate()
             ticker.wait(timeout=20)
     assert "races: opened" not in logs[waiter].read_text()  # the race it found open was not due to move
+
+
+def test_a_tick_by_hand_is_refused_while_a_scheduler_holds_the_lock(
+    tmp_path, small_catalog_dir, job_bank, race_bank, race_records, pg_store_url
+):
+    """`arena race tick` (cron) beside a running server's scheduler would open the same race twice;
+    it takes the ticker lock too, so it does nothing while another process holds it."""
+    from shoparena.arena.competition.scheduler import TickerLock
+
+    racing = make_racing(tmp_path, small_catalog_dir, job_bank, race_bank, race_records, store=pg_store_url)
+    holder = TickerLock(racing.arena.store.engine)
+    assert holder.held()
+    try:
+        result = invoke("arena", "race", "tick", "--dir", racing.arena.dir)
+        assert result.exit_code == 1, result.output
+        assert "another process holds this arena's ticker lock" in result.output
+        with racing.arena.store.engine.connect() as connection:
+            assert connection.execute(select(RaceEvent)).all() == []
+    finally:
+        holder.release()
+    result = invoke("arena", "race", "tick", "--dir", racing.arena.dir)
+    assert result.exit_code == 0, result.output
+    assert "opened race-00001" in result.output
