@@ -139,15 +139,19 @@ def raw_records(small_catalog_dir, job_bank, tmp_path_factory):
     """The benign miner's records on the bank as the eval runner wrote them (not yet any job's): tests
     re-cast them for their job with `canonical_record`, so they post real trajectories without running
     the miner again."""
+    return benign_run(small_catalog_dir, job_bank, tmp_path_factory.mktemp("benign-run") / "run")
+
+
+def benign_run(catalog_dir: Path, problems: Path, out: Path):
+    """The benign miner's records on `problems`, run once as a validator would (strict, judged)."""
     from shoparena.eval.config import EvalConfig
     from shoparena.eval.run_dir import TRAJECTORIES_FILE, read_trajectories
     from shoparena.eval.runner import run_eval
     from shoparena.judge import OfflineJudge
 
-    out = tmp_path_factory.mktemp("benign-run") / "run"
     config = EvalConfig(
-        catalog=small_catalog_dir,
-        problems=job_bank,
+        catalog=catalog_dir,
+        problems=problems,
         agent=f"file:{BENIGN_AGENT}",
         out=out,
         mode="strict",
@@ -174,25 +178,7 @@ def race_bank(small_catalog, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def race_records(small_catalog_dir, race_bank, tmp_path_factory):
-    from shoparena.eval.config import EvalConfig
-    from shoparena.eval.run_dir import TRAJECTORIES_FILE, read_trajectories
-    from shoparena.eval.runner import run_eval
-    from shoparena.judge import OfflineJudge
-
-    out = tmp_path_factory.mktemp("race-run") / "run"
-    config = EvalConfig(
-        catalog=small_catalog_dir,
-        problems=race_bank,
-        agent=f"file:{BENIGN_AGENT}",
-        out=out,
-        mode="strict",
-        similarity="lexical",
-        timeout=60,
-        bootstrap=0,
-        sandbox="none",
-    )
-    run_eval(config, judge=OfflineJudge())
-    return read_trajectories(out / TRAJECTORIES_FILE).records
+    return benign_run(small_catalog_dir, race_bank, tmp_path_factory.mktemp("race-run") / "run")
 
 
 @pytest.fixture
