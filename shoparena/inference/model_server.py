@@ -42,9 +42,9 @@ from shoparena.harness.loopback import AppThread
 from shoparena.harness.models import ParsedTurn
 from shoparena.harness.protocols import OPENAI
 from shoparena.inference.model_api import ChatRequest, invalid_text_path, validation_message
+from shoparena.inference.serve_settings import DEFAULT_MAX_NEW_TOKENS
 from shoparena.records.options import ServeBackend
 
-DEFAULT_MAX_NEW_TOKENS = 2048
 MAX_BODY_BYTES = 8 << 20
 QUEUE_TIMEOUT_S = 600.0
 

@@ -28,8 +28,8 @@ import urllib.request
 from pathlib import Path
 
 from shoparena.agents.hf_agent import adapter_base_path, is_adapter_dir
+from shoparena.inference.serve_settings import STARTUP_TIMEOUT_S
 
-STARTUP_TIMEOUT_S = 900.0
 STOP_GRACE_S = 30.0
 LOG_TAIL_LINES = 40
 

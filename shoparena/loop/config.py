@@ -22,7 +22,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.corpus.config import CorpusConfig
-from shoparena.records.options import ConfigError, ServeBackend, config_errors, fields_of, read_config_file
+from shoparena.inference.serve_settings import ServeSettings
+from shoparena.records.options import ConfigError, config_errors, fields_of, read_config_file
 from shoparena.season.setup import SeasonSettings
 
 CONFIGS_DIR = Path(__file__).resolve().parents[2] / "configs"
@@ -83,18 +84,22 @@ class TrainPart(BaseModel):
     """Pipeline fields on top of the file (e.g. `{max_steps: 1, model: /models/Qwen3-4B}`)."""
 
 
-class ServePart(BaseModel):
-    """How the distilled checkpoint is served to the arena's inference proxy in the final race."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    backend: ServeBackend = "hf"
-    """hf: a local OpenAI-compatible server over transformers (CPU or GPU); vllm: `vllm serve`."""
-    max_new_tokens: int = Field(64, ge=1)
-    """Cap on tokens per answer (the tiny model's answers are noise: keep turns short)."""
-    device: str = "auto"
-    startup_timeout_s: float = Field(900.0, gt=0)
-    """vllm: how long the server may take to load the checkpoint and answer `/v1/models`."""
+ServePart = fields_of(
+    ServeSettings,
+    "backend",
+    "max_new_tokens",
+    "device",
+    "startup_timeout_s",
+    name="ServePart",
+    changes={
+        "max_new_tokens": {
+            "default": 64,
+            "description": "Cap on tokens per answer (the tiny model's answers are noise: keep turns short).",
+        }
+    },
+)
+"""How the distilled checkpoint is served to the arena's inference proxy in the final race: `model
+serve`'s settings with the loop's own cap on answers."""
 
 
 class LoopConfig(BaseModel):

@@ -194,3 +194,14 @@ def test_a_loop_interrupted_inside_a_stage_resumes_at_that_stage(looped, monkeyp
     assert ran == ["season agents"], ran  # the stages before it and the one after (same inputs) resumed
     assert not (layout.season_agents_dir / "half-written").exists()
     assert any(p.joinpath("half-written").exists() for p in layout.out.glob("05-season-agents.interrupted-*"))
+
+
+def test_the_loops_serve_part_is_model_serves_settings_with_the_loops_cap():
+    from shoparena.inference.serve_settings import ServeSettings
+
+    assert list(ServePart.model_fields) == list(ServeSettings.model_fields)
+    for name, field in ServePart.model_fields.items():
+        assert field.annotation == ServeSettings.model_fields[name].annotation
+    assert ServePart().max_new_tokens == 64 and ServeSettings().max_new_tokens == 2048
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        ServePart(max_new_tokens=0)
