@@ -47,9 +47,8 @@ class PlayedSeason(Protocol):
 
 def race_vectors(arena, race_id: str) -> tuple[WeightVector | None, list[WeightVector]]:
     """The consensus vector stored for `race_id` and every validator's own vector."""
-    from shoparena.arena.schema import WeightVectorRow
+    from shoparena.arena.tables import WEIGHT_VECTORS as table
 
-    table = WeightVectorRow.__table__
     with arena.store.engine.connect() as connection:
         rows = connection.execute(select(table).where(table.c.race_id == race_id).order_by(table.c.id)).all()
     consensus, own = None, []

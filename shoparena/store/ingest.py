@@ -25,10 +25,10 @@ from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
 from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store.engine import write_transaction
 from shoparena.store.errors import RecordConflictError
+from shoparena.store.query import EVALUATIONS
 from shoparena.store.reading import TRAJECTORIES_FILE, count_lines, read_records
 from shoparena.store.records import PreparedRecord, RecordRejected, prepare
 from shoparena.store.rejects import CONFLICT, REFUSED_BY_DATABASE, Reject, Where
-from shoparena.store.schema import Evaluation
 
 __all__ = [
     "TRAJECTORIES_FILE",
@@ -42,8 +42,6 @@ __all__ = [
 DEFAULT_BATCH = 2000
 KEPT_REJECTS = 100
 """Rejects kept in the report itself; all of them go to `on_reject` (e.g. a rejects file)."""
-
-EVALUATIONS = Evaluation.__table__
 
 
 class IngestReport(BaseModel):
