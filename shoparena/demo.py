@@ -3,7 +3,7 @@
 An eight-miner, two-validator (one dishonest), three-day arena season on a simulated clock → its
 judged firehose → a corpus → every post-training stage for a couple of steps on a tiny random Qwen3 →
 the distilled checkpoint served and raced against the season's agents → `demo-out/loop/report.html`.
-About two minutes on a 2-core machine after the install; re-running resumes (delete demo-out/ to start
+Two to three minutes on a 2-core machine after the install; re-running resumes (delete demo-out/ to start
 over; SHOPARENA_DEMO_DIR moves it). The small parts — a 3,000-product catalogue, 3 problems per race
 and per qualifying run, 4 held-out problems, a ~271k-parameter model trained for 2 steps per stage —
 are what make it fit: the numbers show the plumbing end to end, not learning.
