@@ -386,3 +386,33 @@ def test_no_miner_is_ever_registered_on_the_burn_uid(tmp_path, small_catalog_dir
         "arena", "register", "--dir", arena_dir, "--hotkey", owner.hotkey, "--role", "validator", "--uid", "0"
     )
     assert ok.exit_code == 0, ok.output  # the subnet owner's validator on uid 0 is fine
+
+
+def test_arena_init_chooses_the_weight_rule(tmp_path, small_catalog_dir, problems_file):
+    made = invoke(
+        "arena",
+        "init",
+        "--dir",
+        tmp_path / "a",
+        "--catalog",
+        small_catalog_dir,
+        "--problems",
+        problems_file,
+        "--weights",
+        "subnet",
+    )
+    assert made.exit_code == 0, made.output
+    assert orjson.loads((tmp_path / "a" / "arena.json").read_bytes())["competition"]["weights"] == "subnet"
+    bad = invoke(
+        "arena",
+        "init",
+        "--dir",
+        tmp_path / "b",
+        "--catalog",
+        small_catalog_dir,
+        "--problems",
+        problems_file,
+        "--weights",
+        "chain",
+    )
+    assert bad.exit_code == 2 and "--weights" in bad.output and not (tmp_path / "b" / "arena.json").exists()

@@ -554,7 +554,9 @@ class RaceEngine:
         if self.config.hysteresis == "fixed" or incumbent is None:
             return self.config.margin
         winners = connection.execute(
-            select(OUTCOMES.c.winner).where(OUTCOMES.c.state == "RACE_COMPLETE").order_by(OUTCOMES.c.id.desc())
+            select(OUTCOMES.c.winner)
+            .where(OUTCOMES.c.state == "RACE_COMPLETE")
+            .order_by(OUTCOMES.c.id.desc())
         ).scalars()
         held = 0
         for winner in winners:
@@ -589,7 +591,11 @@ class RaceEngine:
         vectors = []
         for hotkey in sorted(per):
             vector = race_weights(
-                rules.rank(per[hotkey], self.config.weights), crowned_uid, self.config, race_id, crowned_hotkey
+                rules.rank(per[hotkey], self.config.weights),
+                crowned_uid,
+                self.config,
+                race_id,
+                crowned_hotkey,
             )
             vectors.append(vector.model_copy(update={"source": "validator", "validator_hotkey": hotkey}))
         return vectors
