@@ -21,7 +21,6 @@ from pydantic import BaseModel
 from shoparena.arena.competition.models import WeightVector
 from shoparena.arena.competition.weights import close_on_burn
 
-
 CHAIN_KAPPA = 32767 / 65535
 """Subtensor's default κ (a u16 fraction just under ½)."""
 

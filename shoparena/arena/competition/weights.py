@@ -22,7 +22,6 @@ from shoparena.arena.competition.models import RaceResult, WeightVector
 from shoparena.arena.competition.rules import WeightsProfile
 from shoparena.arena.config import CompetitionConfig
 
-
 U16_MAX = 65535
 """The chain's largest weight value (as `chain.u16`, which sits above this module)."""
 
