@@ -529,7 +529,7 @@ class RaceEngine:
                 for vector in [*vectors, consensus]:
                     self._store_vector(connection, vector, now)
         if consensus is not None:
-            self.push(consensus)
+            self.push(consensus, now)
         return served
 
     def _release_of(
@@ -644,15 +644,35 @@ class RaceEngine:
             validator_hotkey=row.validator_hotkey,
         )
 
-    def push(self, vector: WeightVector) -> bool:
-        """Set the weights on the chain adapter; a failure is logged (the vector is stored, `arena
-        weights --push` sets it again) rather than undoing a closed race."""
+    def push(self, vector: WeightVector, now: datetime | None = None) -> bool:
+        """Set the weights on the chain adapter; a failure is logged and recorded (`cadence`: retried
+        with backoff, shown by `arena status`) rather than undoing a closed race."""
+        from shoparena.arena.competition.cadence import record_push
+
+        now = self.now(now)
+        interval = self.config.weights_interval_s
         try:
             self.chain.set_weights(vector)
         except Exception as exc:
             log.warning("setting the weights of %s on the chain failed: %s", vector.race_id, exc)
+            record_push(self.arena.dir, vector.race_id, now, interval, f"{type(exc).__name__}: {exc}")
             return False
+        record_push(self.arena.dir, vector.race_id, now, interval)
         return True
+
+    def repush(self, now: datetime | None = None) -> str | None:
+        """Set the last complete race's consensus weights again when the cadence says so (every
+        `weights_interval_s`, or a failed push's retry); what it did, or None."""
+        from shoparena.arena.competition.cadence import push_due
+
+        now = self.now(now)
+        if not push_due(self.arena.dir, now, self.config.weights_interval_s):
+            return None
+        vector = self.latest_weights()
+        if vector is None:
+            return None
+        ok = self.push(vector, now)
+        return f"{'set' if ok else 'failed to set'} the weights of {vector.race_id} again"
 
     # -- what is due -------------------------------------------------------------------------------
 
