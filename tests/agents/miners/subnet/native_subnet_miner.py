@@ -41,7 +41,12 @@ TOOLS = [
 
 @Tool
 def find_product(
-    q: str, page: int = 1, shop_id: str = None, price: str = None, sort: str = None, service: str = None
+    q: str,
+    page: int = 1,
+    shop_id: str | None = None,
+    price: str | None = None,
+    sort: str | None = None,
+    service: str | None = None,
 ) -> list[dict]:
     params = {"q": q, "page": page, "shop_id": shop_id, "price": price, "sort": sort, "service": service}
     return proxy.get("/search/find_product", params) or []
