@@ -107,6 +107,7 @@ def test_ties_rank_the_same_on_the_page_and_in_the_weights(racing4):
     view = CompetitionView(racing4.arena, engine)
     page = [r.hotkey for r in view.race(race.race_id).results]
     assert page == [a.hotkey, high.hotkey, low.hotkey, d.hotkey]  # sub-1 before sub-9
+    assert [entry.hotkey for entry in view.leaderboard()] == page  # the API's /v1/leaderboard
     second = racing4.arena.metagraph.get(page[1]).uid
     paid = {uid for uid, w in view.weights().as_dict().items() if w > 0} - {0, 1}
     assert paid == {second}
