@@ -114,3 +114,30 @@ def test_ties_rank_the_same_on_the_page_and_in_the_weights(racing4):
     assert list(itertools.pairwise([r.score for r in race.results])) == list(
         itertools.pairwise(sorted((r.score for r in race.results), reverse=True))
     )
+
+
+@pytest.mark.parametrize(("hysteresis", "promoted"), [("fixed", False), ("decaying", True)])
+def test_the_decaying_challenge_threshold_lets_a_challenger_through(
+    hysteresis, promoted, tmp_path, small_catalog_dir, job_bank, race_bank, race_records
+):
+    racing = make_racing(
+        tmp_path, small_catalog_dir, job_bank, race_bank, race_records,
+        margin=0.3, hysteresis=hysteresis, margin_half_life_races=1.0,
+    )  # fmt: skip
+    try:
+        a, b, _ = racing.miners
+        qualify(racing, a, b)
+        engine = engine_for(racing, chain=RecordingChain())
+        first = run_race(racing, engine, outcome=by_miner({a.hotkey: 1.0, b.hotkey: 0.5}))
+        assert (first.winner, first.promoted) == (a.hotkey, True)
+        racing.clock.advance(hours=1)
+        # b leads by ~0.19 (the judge coefficient scales both): under the fixed 0.3, over 0.3 halved
+        # after one reign.
+        second = run_race(racing, engine, outcome=by_miner({a.hotkey: 0.5, b.hotkey: 1.0}))
+        assert second.promoted is promoted, (
+            [(r.hotkey[:6], r.score) for r in second.results],
+            engine.get(second.race_id),
+        )
+        assert second.winner == (b.hotkey if promoted else a.hotkey)
+    finally:
+        racing.arena.close()
