@@ -32,23 +32,41 @@ class RunnerError(RuntimeError):
 
 
 class ProblemView(BaseModel):
-    """What an agent may know about a problem: never the reward (the miner `problem_data`)."""
+    """What an agent may know about a problem: never the reward (the miner `problem_data`).
 
-    model_config = ConfigDict(extra="forbid")
+    The task's own fields, as SN15's sandbox passes them (every task field but `reward`: `query`,
+    `category`, `difficulty`, `title`, `voucher`, `Knowledge_Attribute`), plus ours (`problem_id`,
+    `bucket`). One departure: `reward_title_embeddings` is left out — its keys are the gold titles."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     problem_id: str
     query: str
     bucket: str
     voucher: dict[str, Any] | None = None
+    category: str | None = None
+    """The subnet's task category ("Product", "Shop", "Voucher", …); from the bucket when unset."""
+    difficulty: str | None = None
+    title: str | None = None
+    knowledge_attribute: str | int | None = Field(default=None, alias="Knowledge_Attribute")
 
     @classmethod
     def of(cls, problem: Problem) -> ProblemView:
+        bucket = problem.bucket or "product"
         return cls(
             problem_id=problem.problem_id or "",
             query=problem.query,
-            bucket=problem.bucket or "product",
+            bucket=bucket,
             voucher=problem.voucher.model_dump(mode="json") if problem.voucher else None,
+            category=problem.category or bucket.capitalize(),
+            difficulty=problem.difficulty,
+            title=problem.title,
+            knowledge_attribute=problem.knowledge_attribute,
         )
+
+    def problem_data(self) -> bytes:
+        """The JSON a miner file's `agent_main` receives (the upstream key spellings)."""
+        return self.model_dump_json(by_alias=True).encode()
 
 
 class AgentRun(BaseModel):

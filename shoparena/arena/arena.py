@@ -83,7 +83,7 @@ def open_arena(arena_dir: str | os.PathLike, *, nonce_store: str | None = None) 
         dir=arena_dir,
         config=config,
         store=store,
-        metagraph=Metagraph(engine, cache_s=METAGRAPH_CACHE_S),
+        metagraph=Metagraph(engine, cache_s=METAGRAPH_CACHE_S, burn_uid=config.competition.burn_uid),
         ledger=SubmissionLedger(engine),
         audit=AuditLog(engine),
         code=code,

@@ -67,7 +67,25 @@ class CompetitionConfig(BaseModel):
     """Agentic-richness term (off by default): this share of the race score comes from the fraction of
     tool calls whose verified origin is `llm`."""
     kappa: float = Field(default=0.5, gt=0, lt=1)
-    """Yuma consensus: the stake-weighted quantile each miner's weights are clipped to."""
+    """Yuma consensus: the stake-weighted quantile each miner's weights are clipped to (the `chain`
+    consensus uses the chain's 32767/65535 instead)."""
+    weights: Literal["shoparena", "subnet"] = "shoparena"
+    """The weight rule: `shoparena` (the crown's share, a real tail share, the rest burns) or `subnet`
+    (SN15's: top 0.25, ranks 2…K paid K−1…1 u16 units out of the burn, burn pinned at 65535, N = 1
+    burns all, ties by submission id). docs/arena.md compares them."""
+    consensus: Literal["shoparena", "chain"] = "shoparena"
+    """How validators' vectors combine: `shoparena` clips to the stake-weighted κ-quantile and burns
+    the clipped mass; `chain` is Yuma as subtensor runs it: κ = 32767/65535, the burn uid clipped
+    like any uid, and the result renormalised over the uids."""
+    hysteresis: Literal["fixed", "decaying"] = "fixed"
+    """`fixed`: a challenger must beat the incumbent by more than `margin`; `decaying`: the required
+    lead starts at `margin` and halves every `margin_half_life_races` races the incumbent holds the
+    crown (a decaying challenge threshold, as the subnet's)."""
+    margin_half_life_races: float = Field(default=7.0, gt=0)
+    """The decaying margin's half-life, in races the incumbent has held the crown."""
+    weights_interval_s: int = Field(default=300, ge=0)
+    """The last complete race's weights are set again this often (0: only when a race closes), so a
+    validator never ages out on chain between daily races (the subnet sets them every 300 s)."""
     time_zone: str = "America/Los_Angeles"
     """The embargo's clock: code is released at the next weekday `release_hour`:00 there."""
     release_hour: int = Field(default=12, ge=0, le=23)

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from sqlalchemy import func, select
 
 from shoparena.arena.arena import Arena
+from shoparena.arena.competition.cadence import WeightPushStatus, read_push_status
 from shoparena.arena.competition.job_source import CompetitionJobSource
 from shoparena.arena.db import as_utc
 from shoparena.arena.jobs.board import JobBoard
@@ -81,6 +82,8 @@ class ArenaOverview(BaseModel):
     failures: list[RecentFailure]
     latest_race: LatestRace | None = None
     """The newest race (None: none yet, or no competition); `arena race status` has every detail."""
+    weights_push: WeightPushStatus | None = None
+    """The weights' cadence: the last push, failures in a row and the next try (None: never pushed)."""
 
 
 def arena_overview(
@@ -178,4 +181,5 @@ def arena_overview(
             for row in failed
         ],
         latest_race=newest_race,
+        weights_push=read_push_status(arena.dir),
     )

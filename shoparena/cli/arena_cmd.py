@@ -9,7 +9,7 @@ import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.table import Table
 
-from shoparena.arena.config import ArenaConfig
+from shoparena.arena.config import ArenaConfig, CompetitionConfig
 from shoparena.arena.ledger import CooldownPolicy
 from shoparena.arena.models import EvaluationSettings, JobPolicy
 from shoparena.cli import (
@@ -133,6 +133,16 @@ INIT_PARTS: dict[str, tuple[type[BaseModel], dict[str, tuple[str, str, CliFlag]]
             ),
         },
     ),
+    "competition": (
+        CompetitionConfig,
+        {
+            "weights": (
+                "weights",
+                "Weight rule: shoparena or subnet (SN15's; docs/arena.md compares them).",
+                CliFlag(type=str),
+            ),
+        },
+    ),
     "evaluation": (
         EvaluationSettings,
         {
@@ -174,7 +184,9 @@ def init_command(**values: Any) -> None:
     from shoparena.arena import ArenaError, init_arena
 
     paths = ArenaInitPaths(**model_values(ArenaInitPaths, values))
-    cooldown, jobs, evaluation = (_init_part(part, values) for part in ("cooldown", "jobs", "evaluation"))
+    cooldown, jobs, competition, evaluation = (
+        _init_part(part, values) for part in ("cooldown", "jobs", "competition", "evaluation")
+    )
     stores = {name: values[name] for name in STORES}
     try:
         arena = init_arena(
@@ -186,6 +198,7 @@ def init_command(**values: Any) -> None:
             cooldown=cooldown,
             jobs=jobs,
             evaluation=evaluation,
+            competition=competition,
         )
     except ArenaError as exc:
         raise fail(str(exc)) from None

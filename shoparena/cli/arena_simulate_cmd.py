@@ -88,6 +88,7 @@ SIMULATE_ORDER = (
     "qualifying_problems",
     "qualify_threshold",
     "similarity",
+    "weights",
     "all_honest",
 )
 
@@ -102,6 +103,8 @@ def simulate_command(**values: Any) -> None:
         raise fail(f"--sandbox {values['sandbox']!r}: use auto, bwrap, container or none")
     if values["similarity"] not in get_args(SimilarityName):
         raise fail(f"--similarity {values['similarity']!r}: use lexical or minilm")
+    if values["weights"] not in ("shoparena", "subnet"):
+        raise fail(f"--weights {values['weights']!r}: use shoparena or subnet")
     try:
         settings = SeasonSettings(**model_values(SeasonSettings, values), dishonest=not command.all_honest)
     except ValidationError as exc:

@@ -36,6 +36,19 @@ def show(overview) -> None:
         say(line + " — `arena race status` has the details")
     elif overview.competition:
         say("latest race: none yet")
+    push = overview.weights_push
+    if push is not None:
+        when = f"{push.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC" if push.next_attempt_at else "the next close"
+        if push.failures:
+            last = f"{push.last_success_at:%Y-%m-%d %H:%M} UTC" if push.last_success_at else "never"
+            say(
+                f"[red]weights: {push.failures} failed push(es) in a row[/] of {push.race_id} "
+                f"({push.last_error}); last set {last}; retry at {when}"
+            )
+        else:
+            say(
+                f"weights: {push.race_id} set at {push.last_attempt_at:%Y-%m-%d %H:%M:%S} UTC; again at {when}"
+            )
     if overview.queue:
         table = Table(title=f"queue: {overview.queue_shown_of} waiting, in claim order", title_justify="left")
         for column in ("#", "submission", "miner", "name", "submitted (UTC)"):

@@ -45,6 +45,7 @@ from shoparena.harness.call_ledger import OfferedCall, canonical_arguments, resp
 from shoparena.harness.record_limits import clean_text
 from shoparena.harness.tool_routes import Refusal, client_gone, current_session, read_body, reply
 from shoparena.harness.tool_session import ToolSession
+from shoparena.inference.reference_model import SUBNET_MODEL_NAMES
 from shoparena.inference.upstreams import EpisodeContext, Upstream, UpstreamError, make_upstream
 from shoparena.records.inference import (
     InferenceEntry,
@@ -60,8 +61,11 @@ DEFAULT_OFFLINE_MODELS = {
     "reference-agentic": "offline:reference-agentic",
     "reference-agentic-tags": "offline:reference-agentic-tags",
     "reference-agentic-qwen3": "offline:reference-agentic-qwen3",
+    "reference-agentic-auto": "offline:reference-agentic-auto",
+    **{name: "offline:reference-agentic-auto" for name in SUBNET_MODEL_NAMES},
 }
-"""The allowlist when none is configured: the offline reference models (for tests and demos)."""
+"""The allowlist when none is configured: the offline reference models (for tests and demos), also
+under SN15's model names, so a subnet miner's default model answers offline (issue 23)."""
 FORWARDED_PARAMS = frozenset(
     {
         "model",

@@ -17,7 +17,10 @@ What it reads:
 
 How it answers (`protocol`): `openai` — `reasoning_content` + native `tool_calls`; `upstream` — a
 `<think>` block and a `<tool_call>[…]</tool_call>` list in `content`; `qwen3` — `<think>` and one
-`<tool_call>{…}</tool_call>` per call. Its turns hold up to 8 calls and leave room for the final
+`<tool_call>{…}</tool_call>` per call; `auto` (`reference-agentic-auto`, what SN15's model names reach)
+— tags when the request's prompt asks for them and gives no `tools`, else native tool calls. A user
+message that replays the whole dialogue (`<user>…</user>` … `<obs>…</obs>`, SN15's template) is read
+as that dialogue. Its turns hold up to 8 calls and leave room for the final
 recommend/terminate under the step cap, counting one step per call (a miner makes one call per step).
 Token usage is counted by a rule (4 characters per token) and reported as the upstream's usage.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Generator
 from typing import Any
 
@@ -40,12 +44,25 @@ from shoparena.harness.protocols import content_text, get_protocol, scan_tags
 from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, PROFILES
 
 OFFLINE_MODEL_PREFIX = "offline-reference"
+AUTO = "auto"
 PROTOCOL_OF_MODEL = {
     "reference-agentic": "openai",
     "reference-agentic-tags": "upstream",
     "reference-agentic-qwen3": "qwen3",
+    "reference-agentic-auto": AUTO,
 }
-"""The offline models by name (`offline:NAME` as an upstream), and the protocol each answers in."""
+"""The offline models by name (`offline:NAME` as an upstream), and the protocol each answers in;
+`auto` answers in the protocol the request asks for (`protocol_for`)."""
+SUBNET_MODEL_NAMES = (
+    "deepseek-ai/DeepSeek-V3.2-TEE",
+    "Qwen/Qwen3-32B-TEE",
+    "zai-org/GLM-5.1-TEE",
+    "zai-org/GLM-5-TEE",
+    "google/gemma-4-31B-turbo-TEE",
+)
+"""Model names SN15's template and validator code request (its template's default first): the proxy's
+default allowlist sends them to `offline:reference-agentic-auto`, so a subnet miner runs offline."""
+HISTORY_TAGS = re.compile(r"<(user|tool_call|obs)>(.*?)</\1>", re.DOTALL)
 CHARS_PER_TOKEN = 4
 RESERVE = 2
 """Calls kept for recommend_product and terminate."""
@@ -112,7 +129,41 @@ class Conversation(BaseModel):
     """Per earlier assistant turn, the results that answered it."""
 
 
+def _read_history(text: str) -> Conversation | None:
+    """A whole dialogue replayed in one user message, as upstream's ReAct loop and SN15's template
+    send it: `<user>QUERY</user>`, then per turn `<think>`, `<tool_call>[…]</tool_call>` and the
+    `<obs>[{"tool_call_id", "results"}]</obs>` that answered it. None when `text` holds no `<user>`."""
+    query: str | None = None
+    turns: list[list[_Seen]] = []
+    for match in HISTORY_TAGS.finditer(text):
+        tag, body = match.group(1), match.group(2)
+        if tag == "user":
+            query = query or body.strip()
+        elif query is not None and tag == "tool_call":
+            turns.append([])
+        elif query is not None and tag == "obs" and turns:
+            turns[-1].extend(_results_in_user_message(f"<obs>{body}</obs>") or [])
+    return Conversation(query=query, turns=turns) if query else None
+
+
+def asks_for_tags(body: dict[str, Any]) -> bool:
+    """Whether a request asks for answers in tags: no `tools`, and a message that shows `<tool_call>`
+    (the template's system prompt spells out the tag format)."""
+    if body.get("tools"):
+        return False
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and "<tool_call>" in (content_text(message.get("content")) or ""):
+            return True
+    return False
+
+
 def read_conversation(messages: list[Any]) -> Conversation:
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            history = _read_history(content_text(message.get("content")) or "")
+            if history is not None:
+                return history
+            break
     query: str | None = None
     turns: list[list[_Seen]] = []
     for message in messages:
@@ -164,12 +215,20 @@ class ReferenceChatModel:
         if max_parallel_calls < 1:
             raise ValueError("max_parallel_calls must be at least 1")
         self.name = name
-        self.protocol = get_protocol(PROTOCOL_OF_MODEL[name])
+        protocol = PROTOCOL_OF_MODEL[name]
+        self.protocol = None if protocol == AUTO else get_protocol(protocol)
         self.max_parallel_calls = max_parallel_calls
 
     @property
     def model_id(self) -> str:
         return f"{OFFLINE_MODEL_PREFIX}:{self.name}"
+
+    def protocol_for(self, body: dict[str, Any]):
+        """The model's own protocol, or for `auto` the one the request asks for: tags when it gives no
+        `tools` and its prompt shows `<tool_call>` (SN15's template), else native tool calls."""
+        if self.protocol is not None:
+            return self.protocol
+        return get_protocol("upstream" if asks_for_tags(body) else "openai")
 
     def next_batch(
         self, body: dict[str, Any], *, step_cap: int | None = None, tools: tuple[str, ...] | None = None
@@ -212,7 +271,7 @@ class ReferenceChatModel:
                 for i, c in enumerate(batch.calls)
             ]
             turn = ParsedTurn(thinking=batch.reasoning, content=batch.content, calls=calls)
-        output = self.protocol.render_turn(turn)
+        output = self.protocol_for(body).render_turn(turn)
         message = output if isinstance(output, dict) else {"role": "assistant", "content": output}
         prompt_text = jsontext.dumps(body.get("messages") or [])
         completion_text = jsontext.dumps(message)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -111,6 +111,9 @@ class SeasonSettings(BaseModel):
     qualify_threshold: Annotated[float, CliFlag(min=0.0, max=1.0)] = Field(
         default=0.1, ge=0, le=1, description="Qualifying score needed to race (new arenas)."
     )
+    weights: Annotated[Literal["shoparena", "subnet"], CliFlag(type=str)] = Field(
+        "shoparena", description="Weight rule (new arenas): shoparena or subnet (SN15's)."
+    )
     roster_submits: bool = True
     """False: the roster's miners submit nothing this season and race with their latest qualified
     files (a continuation that only brings `entrants`)."""
@@ -130,6 +133,7 @@ class SeasonSettings(BaseModel):
             rotation_cadence_s=2 * 86400,
             heldout_fraction=0.5,
             min_validators=min(2, self.validators),
+            weights=self.weights,
         )
 
 

@@ -364,3 +364,55 @@ def test_arena_serve_subprocess(tmp_path, small_catalog_dir, problems_file, file
     assert process.returncode in (0, 130), output  # uvicorn re-raises the SIGINT after a clean shutdown
     assert "Shutting down" in output and "Traceback" not in output
     assert f"on http://127.0.0.1:{port}" in output
+
+
+def test_no_miner_is_ever_registered_on_the_burn_uid(tmp_path, small_catalog_dir, problems_file):
+    """Issue 23: a miner crowned on the burn uid could only be paid into the burn (and stalled every race)."""
+    arena_dir = tmp_path / "arena"
+    assert (
+        invoke(
+            "arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file
+        ).exit_code
+        == 0
+    )
+    miner, owner = Key(), Key()
+    refused = invoke(
+        "arena", "register", "--dir", arena_dir, "--hotkey", miner.hotkey, "--role", "miner", "--uid", "0"
+    )
+    assert refused.exit_code == 2 and "burn uid" in refused.output and "Traceback" not in refused.output
+    listed = orjson.loads(invoke("arena", "neurons", "--dir", arena_dir, "--json").stdout)
+    assert listed == []
+    ok = invoke(
+        "arena", "register", "--dir", arena_dir, "--hotkey", owner.hotkey, "--role", "validator", "--uid", "0"
+    )
+    assert ok.exit_code == 0, ok.output  # the subnet owner's validator on uid 0 is fine
+
+
+def test_arena_init_chooses_the_weight_rule(tmp_path, small_catalog_dir, problems_file):
+    made = invoke(
+        "arena",
+        "init",
+        "--dir",
+        tmp_path / "a",
+        "--catalog",
+        small_catalog_dir,
+        "--problems",
+        problems_file,
+        "--weights",
+        "subnet",
+    )
+    assert made.exit_code == 0, made.output
+    assert orjson.loads((tmp_path / "a" / "arena.json").read_bytes())["competition"]["weights"] == "subnet"
+    bad = invoke(
+        "arena",
+        "init",
+        "--dir",
+        tmp_path / "b",
+        "--catalog",
+        small_catalog_dir,
+        "--problems",
+        problems_file,
+        "--weights",
+        "chain",
+    )
+    assert bad.exit_code == 2 and "--weights" in bad.output and not (tmp_path / "b" / "arena.json").exists()

@@ -43,6 +43,7 @@ from shoparena.agents.miner.sandbox import (
     RUNNER,
     SDK,
     STDERR_TAIL_CHARS,
+    SUBNET_FILES,
     miner_file_name,
     sandbox_notes,
     sandbox_policy,
@@ -314,8 +315,8 @@ class FileAgent(Agent):
         return run_sandboxed(
             RUNNER,
             argv=[SDK.name, self.miner_name],
-            files=[SDK, ProgramFile(name=self.miner_name, content=self.source)],
-            stdin=view.model_dump_json().encode(),
+            files=[SDK, *SUBNET_FILES, ProgramFile(name=self.miner_name, content=self.source)],
+            stdin=view.problem_data(),
             env=env,
             socket_path=socket_path,
             policy=self.policy,

@@ -15,6 +15,8 @@ is read before any miner code runs, so a miner that edits its environment cannot
 miner that writes to the channel itself only makes its own result unreadable.
 """
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -23,6 +25,38 @@ import traceback
 
 RESULT_ENV = "SHOPARENA_RESULT_PATH"
 MAX_TRACEBACK_CHARS = 6000
+SUBNET_MODULES = {
+    "src.agent.agent_interface": "_shoparena_subnet_agent_interface.py",
+    "src.agent.proxy_client": "_shoparena_subnet_proxy_client.py",
+}
+"""SN15's miner-facing modules (`subnet_compat`), beside this runner in /app when the file agent ships
+them: a subnet miner's `from src.agent.proxy_client import ProxyClient` loads these (issue 23)."""
+SUBNET_PACKAGES = ("src", "src.agent")
+
+
+class _Package(importlib.abc.Loader):
+    """An empty package (`src`, `src.agent`) that holds only the compatibility modules."""
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        pass
+
+
+class _SubnetFinder(importlib.abc.MetaPathFinder):
+    """Maps the subnet's module names onto the shipped files; every other import is left alone."""
+
+    def __init__(self, here: str):
+        self.here = here
+
+    def find_spec(self, name, path=None, target=None):
+        if name in SUBNET_PACKAGES:
+            return importlib.machinery.ModuleSpec(name, _Package(), is_package=True)
+        file = SUBNET_MODULES.get(name)
+        if file is None:
+            return None
+        return importlib.util.spec_from_file_location(name, os.path.join(self.here, file))
 
 
 def _load(name: str, path: str):
@@ -73,6 +107,8 @@ def main() -> None:
     sys.argv = [os.path.join(here, miner_file)]
     try:
         _load("miner_sdk", os.path.join(here, sdk_file))  # `import miner_sdk`: the harness's, by path
+        if all(os.path.exists(os.path.join(here, f)) for f in SUBNET_MODULES.values()):
+            sys.meta_path.insert(0, _SubnetFinder(here))
         module = _load("miner_agent", sys.argv[0])
         agent_main = getattr(module, "agent_main", None)
         if not callable(agent_main):

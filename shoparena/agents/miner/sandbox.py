@@ -20,6 +20,14 @@ _HERE = Path(__file__).resolve().parent
 RUNNER = ProgramFile(name="_shoparena_runner.py", content=(_HERE / "runner.py").read_bytes())
 SDK = ProgramFile(name="_shoparena_sdk.py", content=(_HERE / "sdk.py").read_bytes())
 """Beside the miner's file in the sandbox's /app, which is not on the path: the runner loads both by path."""
+SUBNET_FILES = tuple(
+    ProgramFile(
+        name=f"_shoparena_subnet_{module}.py", content=(_HERE / "subnet_compat" / f"{module}.py").read_bytes()
+    )
+    for module in ("agent_interface", "proxy_client")
+)
+"""SN15's `src.agent.agent_interface` and `src.agent.proxy_client` (`subnet_compat`), which the runner
+maps those names onto: subnet miner files run unchanged (issue 23)."""
 FALLBACK_MINER_NAME = "miner.py"
 """The miner's file name in /app when its own is not a plain module name or is taken by the harness."""
 MAX_RESULT_BYTES = 4 * MiB
@@ -43,7 +51,8 @@ def miner_file_name(stem: str) -> str:
     """The miner's file name in /app: its own when that is a plain module name the harness does not use."""
     name = f"{stem}.py"
     plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,100}", stem) is not None
-    return name if plain and name not in (RUNNER.name, SDK.name) else FALLBACK_MINER_NAME
+    taken = (RUNNER.name, SDK.name, *(f.name for f in SUBNET_FILES))
+    return name if plain and name not in taken else FALLBACK_MINER_NAME
 
 
 def sandbox_notes(outcome: SandboxOutcome, limits: SandboxLimits) -> list[str]:

@@ -24,8 +24,11 @@ from shoparena.arena.tables import NEURONS
 
 
 class Metagraph:
-    def __init__(self, engine: Engine, cache_s: float = 0.0):
+    def __init__(self, engine: Engine, cache_s: float = 0.0, burn_uid: int | None = 0):
         self.engine = engine
+        self.burn_uid = burn_uid
+        """The uid every unearned weight burns to: it never names a miner (issue 23), since a miner
+        crowned there could only be paid into the burn."""
         self.cache_s = cache_s
         self._lock = threading.Lock()
         self._cache: dict[str, NeuronInfo] | None = None
@@ -47,6 +50,11 @@ class Metagraph:
             raise ArenaError(f"--role {role!r}: use one of {', '.join(ROLES)}")
         if not math.isfinite(stake) or stake < 0:
             raise ArenaError(f"--stake {stake}: stake is a finite number ≥ 0")
+        if role == "miner" and uid is not None and uid == self.burn_uid:
+            raise ArenaError(
+                f"--uid {uid} is the burn uid (competition.burn_uid): every unearned weight goes there, so "
+                "no miner may hold it; give this miner another uid"
+            )
         values = {
             "role": role,
             "stake": float(stake),

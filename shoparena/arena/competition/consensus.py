@@ -21,6 +21,9 @@ from pydantic import BaseModel
 from shoparena.arena.competition.models import WeightVector
 from shoparena.arena.competition.weights import close_on_burn
 
+CHAIN_KAPPA = 32767 / 65535
+"""Subtensor's default κ (a u16 fraction just under ½)."""
+
 
 class ConsensusError(ValueError):
     """The validators' vectors cannot be combined (no stake, a vector of the wrong kind, …)."""
@@ -99,13 +102,23 @@ def yuma_consensus(
     kappa: float = 0.5,
     burn_uid: int = 0,
     race_id: str | None = None,
+    mode: str = "shoparena",
 ) -> WeightVector:
     """The consensus vector of the validators' vectors (module docstring), source "consensus".
 
     `stakes` maps validator hotkeys to stake; `race_id` defaults to the one race all vectors share
-    (None when they differ). Deterministic and independent of the order of `vectors`."""
+    (None when they differ). Deterministic and independent of the order of `vectors`.
+
+    `mode` "chain" is Yuma as subtensor runs it: κ = 32767/65535 (`kappa` ignored), the burn uid
+    clipped like any other uid, and the clipped sums renormalised to 1 over the uids (the clipped
+    mass is spread in proportion rather than burnt). The default keeps the burn: it gives a clipped
+    validator's extra weight to nobody."""
+    if mode not in ("shoparena", "chain"):
+        raise ConsensusError(f"consensus mode {mode!r}: use shoparena or chain")
     validators = counted_validators(vectors, stakes)
     shares = [v.stake_share for v in validators]
+    if mode == "chain":
+        kappa = CHAIN_KAPPA
     miners = sorted({uid for v in validators for uid in v.weights})
     earned: dict[int, float] = {}
     for uid in miners:
@@ -117,4 +130,7 @@ def yuma_consensus(
     if race_id is None:
         race_ids = {vector.race_id for vector in vectors}
         race_id = race_ids.pop() if len(race_ids) == 1 else None
+    if mode == "chain":
+        total = math.fsum(earned.values())
+        earned = {uid: w / total for uid, w in earned.items() if uid != burn_uid} if total > 0 else {}
     return close_on_burn(earned, burn_uid, race_id=race_id, source="consensus")

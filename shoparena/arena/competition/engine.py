@@ -361,8 +361,58 @@ class RaceEngine:
         return scores
 
     def close_race(self, now: datetime | None = None) -> Race:
-        """Aggregate, rank, cancel or promote, reveal the seed, compute and store the weights, push them."""
+        """Aggregate, rank, cancel or promote, reveal the seed, compute and store the weights, push them.
+
+        An error while closing (anything but a wrong state) CANCELS the race with the error as its
+        reason, the crown unchanged, instead of leaving it RUNNING: otherwise every later tick would
+        fail the same way and no race would ever open again (issue 23)."""
         now = self.now(now)
+        try:
+            return self._close(now)
+        except RaceError:
+            raise
+        except Exception as exc:
+            log.exception("closing the race failed; it is cancelled")
+            return self._cancel_failed_close(now, f"closing the race failed: {type(exc).__name__}: {exc}")
+
+    def _cancel_failed_close(self, now: datetime, reason: str) -> Race:
+        with writing(self.engine) as connection:
+            race = self._expect(connection, "RACE_RUNNING").row
+            winner, winner_submission = self.crown(connection)
+            served = Race(
+                race_id=race.race_id,
+                state="CANCELLED",
+                opened_at=race.opened_at,
+                closed_at=now,
+                rotation_period=race.rotation_period,
+                rotation_sha256=race.rotation_sha256,
+                seed_commitment=race.seed_commitment,
+                seed=race.seed,
+                problem_ids=list(race.problem_ids),
+                race_clusters=list(race.race_clusters),
+                open_clusters=list(race.open_clusters),
+                incumbent_before=race.incumbent_before,
+                winner=winner,
+                winner_submission_id=winner_submission,
+                code_release_at=self._release_of(connection, winner, winner_submission),
+                cancel_reason=reason,
+            )
+            connection.execute(
+                insert(OUTCOMES).values(
+                    race_id=race.race_id,
+                    state="CANCELLED",
+                    winner=winner,
+                    winner_submission_id=winner_submission,
+                    promoted=False,
+                    code_release_at=served.code_release_at,
+                    race=served.model_dump(mode="json"),
+                    created_at=now,
+                )
+            )
+            self._event(connection, race.race_id, "CANCELLED", now, f"cancelled: {reason}")
+        return served
+
+    def _close(self, now: datetime) -> Race:
         stakes = self._stakes()
         uids = self._uids()
         with writing(self.engine) as connection:
@@ -396,7 +446,8 @@ class RaceEngine:
                         by_validator=by_validator,
                     )
                 )
-            ranked = rules.rank(results)
+            profile = self.config.weights
+            ranked = rules.rank(results, profile)
             racers = len(self.entries(connection, race.race_id))
             reason = (
                 "nobody qualified for the race"
@@ -422,7 +473,9 @@ class RaceEngine:
                 detail = f"cancelled: {reason}"
             else:
                 state = "RACE_COMPLETE"
-                promotion = rules.promotion(ranked, race.incumbent_before, self.config.margin)
+                promotion = rules.promotion(
+                    ranked, race.incumbent_before, self._margin(connection, race.incumbent_before), profile
+                )
                 winner, winner_submission, promoted = (
                     promotion.winner,
                     promotion.winner_submission_id,
@@ -469,12 +522,14 @@ class RaceEngine:
             self._event(connection, race.race_id, state, now, detail)
             consensus = None
             if state == "RACE_COMPLETE":
-                vectors = self.validator_vectors(ranked, uids.get(winner) if winner else None, race.race_id)
+                vectors = self.validator_vectors(
+                    ranked, uids.get(winner) if winner else None, race.race_id, crowned_hotkey=winner
+                )
                 consensus = self._consensus(vectors, stakes, race.race_id)
                 for vector in [*vectors, consensus]:
                     self._store_vector(connection, vector, now)
         if consensus is not None:
-            self.push(consensus)
+            self.push(consensus, now)
         return served
 
     def _release_of(
@@ -493,8 +548,29 @@ class RaceEngine:
 
     # -- weights -----------------------------------------------------------------------------------
 
+    def _margin(self, connection: Connection, incumbent: str | None) -> float:
+        """The lead a challenger needs: `margin`, or with `hysteresis: decaying` the margin halved every
+        `margin_half_life_races` races the incumbent has held the crown (`rules.challenge_margin`)."""
+        if self.config.hysteresis == "fixed" or incumbent is None:
+            return self.config.margin
+        winners = connection.execute(
+            select(OUTCOMES.c.winner)
+            .where(OUTCOMES.c.state == "RACE_COMPLETE")
+            .order_by(OUTCOMES.c.id.desc())
+        ).scalars()
+        held = 0
+        for winner in winners:
+            if winner != incumbent:
+                break
+            held += 1
+        return rules.challenge_margin(self.config.margin, held, self.config.margin_half_life_races)
+
     def validator_vectors(
-        self, ranked: list[RaceResult], crowned_uid: int | None, race_id: str
+        self,
+        ranked: list[RaceResult],
+        crowned_uid: int | None,
+        race_id: str,
+        crowned_hotkey: str | None = None,
     ) -> list[WeightVector]:
         """Each reporting validator's own vector: `race_weights` over ITS scores of the racers."""
         from shoparena.arena.competition.weights import race_weights
@@ -514,14 +590,27 @@ class RaceEngine:
                 per.setdefault(score.validator_hotkey, []).append(mine)
         vectors = []
         for hotkey in sorted(per):
-            vector = race_weights(rules.rank(per[hotkey]), crowned_uid, self.config, race_id)
+            vector = race_weights(
+                rules.rank(per[hotkey], self.config.weights),
+                crowned_uid,
+                self.config,
+                race_id,
+                crowned_hotkey,
+            )
             vectors.append(vector.model_copy(update={"source": "validator", "validator_hotkey": hotkey}))
         return vectors
 
     def _consensus(self, vectors: list[WeightVector], stakes: dict[str, float], race_id: str) -> WeightVector:
         from shoparena.arena.competition.consensus import yuma_consensus
 
-        return yuma_consensus(vectors, stakes, self.config.kappa, self.config.burn_uid, race_id=race_id)
+        return yuma_consensus(
+            vectors,
+            stakes,
+            self.config.kappa,
+            self.config.burn_uid,
+            race_id=race_id,
+            mode=self.config.consensus,
+        )
 
     @staticmethod
     def _store_vector(connection: Connection, vector: WeightVector, now: datetime) -> None:
@@ -555,15 +644,35 @@ class RaceEngine:
             validator_hotkey=row.validator_hotkey,
         )
 
-    def push(self, vector: WeightVector) -> bool:
-        """Set the weights on the chain adapter; a failure is logged (the vector is stored, `arena
-        weights --push` sets it again) rather than undoing a closed race."""
+    def push(self, vector: WeightVector, now: datetime | None = None) -> bool:
+        """Set the weights on the chain adapter; a failure is logged and recorded (`cadence`: retried
+        with backoff, shown by `arena status`) rather than undoing a closed race."""
+        from shoparena.arena.competition.cadence import record_push
+
+        now = self.now(now)
+        interval = self.config.weights_interval_s
         try:
             self.chain.set_weights(vector)
         except Exception as exc:
             log.warning("setting the weights of %s on the chain failed: %s", vector.race_id, exc)
+            record_push(self.arena.dir, vector.race_id, now, interval, f"{type(exc).__name__}: {exc}")
             return False
+        record_push(self.arena.dir, vector.race_id, now, interval)
         return True
+
+    def repush(self, now: datetime | None = None) -> str | None:
+        """Set the last complete race's consensus weights again when the cadence says so (every
+        `weights_interval_s`, or a failed push's retry); what it did, or None."""
+        from shoparena.arena.competition.cadence import push_due
+
+        now = self.now(now)
+        if not push_due(self.arena.dir, now, self.config.weights_interval_s):
+            return None
+        vector = self.latest_weights()
+        if vector is None:
+            return None
+        ok = self.push(vector, now)
+        return f"{'set' if ok else 'failed to set'} the weights of {vector.race_id} again"
 
     # -- what is due -------------------------------------------------------------------------------
 

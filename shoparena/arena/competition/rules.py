@@ -11,6 +11,7 @@ import hashlib
 import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime, time, timedelta
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
@@ -75,9 +76,22 @@ def stake_weighted_median(values: Sequence[float], stakes: Sequence[float]) -> f
     return pairs[-1][0]
 
 
-def rank(results: Sequence[RaceResult]) -> list[RaceResult]:
-    """Best first: score descending, ties to the earlier submission (then the submission id)."""
-    return sorted(results, key=lambda r: (-r.score, r.submitted_at, r.submission_id))
+WeightsProfile = Literal["shoparena", "subnet"]
+
+
+def ranking_key(result: RaceResult, profile: WeightsProfile = "shoparena") -> tuple:
+    """The one ranking order (issue 23): the page, the API, the season JSON and the weights all sort by
+    it. `shoparena`: score descending, ties to the earlier submission, then the submission id.
+    `subnet`: as SN15's validators rank finishers, score descending then the submission
+    (agent version) id ascending. Either is total, so the order never depends on arrival order."""
+    if profile == "subnet":
+        return (-result.score, result.submission_id)
+    return (-result.score, result.submitted_at, result.submission_id)
+
+
+def rank(results: Sequence[RaceResult], profile: WeightsProfile = "shoparena") -> list[RaceResult]:
+    """Best first by `ranking_key`."""
+    return sorted(results, key=lambda r: ranking_key(r, profile))
 
 
 class Promotion(BaseModel):
@@ -91,10 +105,16 @@ class Promotion(BaseModel):
     reason: str
 
 
-def promotion(ranked: Sequence[RaceResult], incumbent_hotkey: str | None, margin: float) -> Promotion:
+def promotion(
+    ranked: Sequence[RaceResult],
+    incumbent_hotkey: str | None,
+    margin: float,
+    profile: WeightsProfile = "shoparena",
+) -> Promotion:
     """Hysteresis: the top challenger takes the crown only when its score beats the incumbent's by more
-    than `margin`. With no incumbent racing, the top racer is crowned. `ranked` is best first."""
-    ordered = rank(ranked)
+    than `margin` (a fixed margin, or the decaying threshold of `challenge_threshold`). With no
+    incumbent racing, the top racer is crowned. `ranked` is best first."""
+    ordered = rank(ranked, profile)
     if not ordered:
         return Promotion(
             winner=incumbent_hotkey,
@@ -133,6 +153,15 @@ def promotion(ranked: Sequence[RaceResult], incumbent_hotkey: str | None, margin
         promoted=False,
         reason=f"the incumbent keeps the crown: {why}",
     )
+
+
+def challenge_margin(margin: float, races_held: int, half_life_races: float) -> float:
+    """The decaying challenge threshold's lead: `margin` halved every `half_life_races` races the
+    incumbent has held the crown, so a long reign gets easier to challenge and the leader cannot sit on
+    a lead the field has caught up with (the subnet's "decaying score threshold")."""
+    if races_held < 0 or half_life_races <= 0:
+        raise ValueError("races_held must be ≥ 0 and half_life_races > 0")
+    return margin * 0.5 ** (races_held / half_life_races)
 
 
 def cancellation(

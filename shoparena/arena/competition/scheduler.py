@@ -96,14 +96,18 @@ def tick_once(engine: RaceEngine) -> list[str]:
             "`arena ticker`): it ticks the races; nothing was done"
         )
     try:
-        return engine.tick()
+        done = engine.tick()
+        pushed = engine.repush()
+        return [*done, pushed] if pushed else done
     finally:
         lock.release()
 
 
 class RaceScheduler:
     """Ticks `engine` every `period_s` seconds once the arena has a race bank, while this process holds
-    the ticker lock. A failing tick is reported and retried next period; it never stops the server."""
+    the ticker lock, and sets the last race's weights again on their own cadence (`engine.repush`,
+    `weights_interval_s`; `period_s` should not exceed it). A failing tick is reported and retried next
+    period; it never stops the server."""
 
     def __init__(self, engine: RaceEngine, period_s: float):
         self.engine = engine
@@ -122,7 +126,14 @@ class RaceScheduler:
             done = self.engine.tick()
         except Exception as exc:  # a bad tick must not stop the server; it is retried next period
             log.warning("races: tick failed: %s: %s", type(exc).__name__, exc)
-            return []
+            done = []
+        try:
+            pushed = self.engine.repush()  # the weights' own cadence, even when the tick failed
+        except Exception as exc:
+            log.warning("races: setting the weights again failed: %s: %s", type(exc).__name__, exc)
+            pushed = None
+        if pushed:
+            done = [*done, pushed]
         for step in done:
             log.info("races: %s", step)
         return done

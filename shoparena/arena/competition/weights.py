@@ -5,6 +5,11 @@ The crowned agent gets `winner_share`; the other finishers, best race score firs
 nobody earns (no crown, ranks past K, racers without a uid) burns to `burn_uid`. The result is a
 pure function of the race, so every validator that saw the same scores sets the same vector, and
 the consensus (`consensus.py`) only has to absorb disagreement about the scores themselves.
+
+Stated edge rules (issue 23): the crowned agent is excluded from ranks 2…K by its hotkey, so a crowned
+racer without a uid never takes a paid tail rank (its crown share burns); a crown on the burn uid is
+burnt, never refused (registration keeps miners off the burn uid; an older arena that holds one must
+not stall its races). `subnet_weights` is SN15's rule, chosen with `competition.weights: subnet`.
 """
 
 from __future__ import annotations
@@ -12,23 +17,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from shoparena.arena.competition import rules
 from shoparena.arena.competition.models import RaceResult, WeightVector
+from shoparena.arena.competition.rules import WeightsProfile
 from shoparena.arena.config import CompetitionConfig
+
+U16_MAX = 65535
+"""The chain's largest weight value (as `chain.u16`, which sits above this module)."""
 
 
 class WeightsError(ValueError):
     """The race cannot be turned into weights (a duplicate racer, the crown on the burn uid, …)."""
 
 
-def ranking_key(result: RaceResult) -> tuple:
-    """Best first: higher race score, then the earlier submission, then the hotkey (a total order, so
-    the ranking never depends on the order the results arrived in)."""
-    return (-result.score, result.submitted_at, result.hotkey)
-
-
-def rank_results(results: Iterable[RaceResult]) -> list[RaceResult]:
-    """The racers best first (see `ranking_key`); a hotkey or uid racing twice is refused."""
-    ranked = sorted(results, key=ranking_key)
+def rank_results(results: Iterable[RaceResult], profile: WeightsProfile = "shoparena") -> list[RaceResult]:
+    """The racers best first, in the one ranking order (`rules.ranking_key`, the page's too); a hotkey
+    or uid racing twice is refused."""
+    ranked = rules.rank(list(results), profile)
     hotkeys: set[str] = set()
     uids: dict[int, str] = {}
     for result in ranked:
@@ -54,32 +59,88 @@ def tail_fractions(k: int) -> list[float]:
 
 
 def race_weights(
-    ranked: list[RaceResult], crowned_uid: int | None, config: CompetitionConfig, race_id: str | None
+    ranked: list[RaceResult],
+    crowned_uid: int | None,
+    config: CompetitionConfig,
+    race_id: str | None,
+    crowned_hotkey: str | None = None,
 ) -> WeightVector:
-    """The race's weight vector over uids (see the module docstring).
+    """The race's weight vector over uids under `config.weights` (see the module docstring).
 
-    - `ranked`: every racer ranked in the race (any order; they are re-ranked by `ranking_key`).
+    - `ranked`: every racer ranked in the race (any order; they are re-ranked by `rules.ranking_key`).
     - `crowned_uid`: the uid holding the crown after the race (the incumbent unless a challenger was
       promoted), or None (no crown, or the crowned hotkey has no uid): then `winner_share` burns.
       The crowned agent need not be among `ranked` (an incumbent that did not race keeps its share);
-      it never takes one of the ranks 2…K. It may not be `burn_uid`.
+      it never takes one of the ranks 2…K (`crowned_hotkey` names it when it has no uid). On the burn
+      uid, its share is burnt.
     - N = len(ranked), K = ⌊N/2⌋: N ≤ 3 pays no tail; N = 4 pays the whole tail to rank 2.
     """
-    if crowned_uid is not None and crowned_uid == config.burn_uid:
-        raise WeightsError(
-            f"the crowned uid {crowned_uid} is the burn uid: the crown cannot be paid to the burn"
-        )
+    if config.weights == "subnet":
+        return subnet_weights(ranked, config, race_id)
     if crowned_uid is not None and crowned_uid < 0:
         raise WeightsError(f"crowned uid {crowned_uid} is negative")
     order = rank_results(ranked)
     k = len(order) // 2
     earned: dict[int, float] = {}
-    if crowned_uid is not None:
+    if crowned_uid is not None and crowned_uid != config.burn_uid:
         earned[crowned_uid] = config.winner_share
-    others = [result for result in order if result.uid is None or result.uid != crowned_uid]
+
+    def crowned(result: RaceResult) -> bool:
+        by_uid = crowned_uid is not None and result.uid == crowned_uid
+        return by_uid or (crowned_hotkey is not None and result.hotkey == crowned_hotkey)
+
+    others = [result for result in order if not crowned(result)]
     for result, fraction in zip(others, tail_fractions(k), strict=False):
         if result.uid is not None and result.uid != config.burn_uid:
             earned[result.uid] = earned.get(result.uid, 0.0) + config.tail_share * fraction
+    return close_on_burn(earned, config.burn_uid, race_id=race_id, source="race")
+
+
+def pinned_u16(top_share: float, tail_sum: int) -> tuple[int, int]:
+    """SN15's (top, burn) u16 pair: the burn pinned at 65535 and the top sized so that, once the chain
+    normalises the vector, the top holds exactly `top_share` and burn + tail the rest — the tail comes
+    out of the burn's share (top_share ≤ ½; the subnet pins the top instead past that, which its
+    configuration never uses and this profile refuses)."""
+    if not 0 <= top_share <= 0.5:
+        raise WeightsError(f"the subnet profile needs winner_share within [0, 0.5], got {top_share}")
+    if top_share == 0:
+        return 0, U16_MAX
+    total = (U16_MAX + tail_sum) / (1 - top_share)
+    return round(top_share * total), U16_MAX
+
+
+def subnet_u16(ranked: list[RaceResult], config: CompetitionConfig) -> dict[int, int]:
+    """SN15's weight rule as u16 values per uid, before the chain normalises them.
+
+    Rank the finishers (score descending, then submission id); K = ⌊N/2⌋. K = 0 (N ≤ 1) burns all:
+    {burn: 65535}. Otherwise rank 1 gets the pinned top value and ranks 2…K get K−1, …, 1 units,
+    taken from the burn's share. A racer without a uid is dropped (the subnet drops hotkeys not in the
+    metagraph) and the top is re-pinned to the tail actually paid; a top on the burn uid adds to it."""
+    order = rank_results(ranked, "subnet")
+    k = len(order) // 2
+    burn = config.burn_uid
+    if k == 0:
+        return {burn: U16_MAX}
+    values: dict[int, int] = {}
+    for rank_index in range(1, k):
+        uid = order[rank_index].uid
+        if uid is not None:
+            values[uid] = values.get(uid, 0) + k - rank_index
+    tail_paid = sum(values.values())
+    top, burn_value = pinned_u16(config.winner_share, tail_paid)
+    values[burn] = values.get(burn, 0) + burn_value
+    top_uid = order[0].uid
+    if top_uid is not None and top > 0:
+        values[top_uid] = values.get(top_uid, 0) + top
+    return values
+
+
+def subnet_weights(ranked: list[RaceResult], config: CompetitionConfig, race_id: str | None) -> WeightVector:
+    """`subnet_u16` normalised as the chain does (each value over their sum); the u16 conversion of
+    the result (`chain.u16.to_u16`) gives back the very same integers, since the burn is the largest."""
+    values = subnet_u16(ranked, config)
+    total = sum(values.values())
+    earned = {uid: value / total for uid, value in values.items() if uid != config.burn_uid}
     return close_on_burn(earned, config.burn_uid, race_id=race_id, source="race")
 
 

@@ -175,3 +175,12 @@ def test_sync_rejects_a_non_finite_stake_and_reads_stake_as_the_role_without_per
     assert [(r.uid, "stake nan" in r.reason) for r in chain.rejected] == [(2, True)]
     subtensor.permits = False
     assert [(n.uid, n.role) for n in chain.sync_metagraph()] == [(1, "validator"), (3, "miner")]
+
+
+def test_sync_never_registers_a_miner_on_the_burn_uid(arena) -> None:
+    owner, miner = hotkey(), hotkey()
+    subtensor = FakeSubtensor(neurons=[(0, owner, 0.0, False), (1, miner, 0.0, False)])
+    chain = BittensorChain(subtensor, None, 11, arena.dir, metagraph=arena.metagraph)
+    assert [(n.uid, n.role) for n in chain.sync_metagraph()] == [(1, "miner")]
+    assert [(r.uid, r.hotkey) for r in chain.rejected] == [(0, owner)]
+    assert "burn uid" in chain.rejected[0].reason and arena.metagraph.get(owner) is None

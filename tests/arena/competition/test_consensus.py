@@ -191,3 +191,25 @@ def test_consensus_is_a_weight_vector_bounded_by_the_quantile(reports) -> None:
         if uid != 0:
             # Never more than the largest weight a staked validator gives the miner.
             assert weight <= max(v.as_dict().get(uid, 0.0) for v in staked) * (1 + 1e-12)
+
+
+def test_the_chain_mode_clips_at_the_chains_kappa_and_renormalises_instead_of_burning() -> None:
+    a = validator_vector("v-a", {0: 0.6, 1: 0.3, 2: 0.1})
+    b = validator_vector("v-b", {0: 0.4, 1: 0.3, 2: 0.3})
+    c = validator_vector("v-c", {0: 0.9, 1: 0.1})
+    equal = {"v-a": 1.0, "v-b": 1.0, "v-c": 1.0}
+    # Per uid, the ceiling two of three validators reach: uid 0 → 0.6, uid 1 → 0.3, uid 2 → 0.1.
+    clipped = {0: (0.6 + 0.4 + 0.6) / 3, 1: (0.3 + 0.3 + 0.1) / 3, 2: (0.1 + 0.1) / 3}
+    ours = yuma_consensus([a, b, c], equal).as_dict()
+    assert ours == pytest.approx({0: 1 - clipped[1] - clipped[2], 1: clipped[1], 2: clipped[2]})  # burnt
+    chain = yuma_consensus([a, b, c], equal, mode="chain").as_dict()
+    total = sum(clipped.values())
+    assert chain == pytest.approx({uid: w / total for uid, w in clipped.items()})  # renormalised
+    # κ: a validator with 32767 of 65535 stake is just under half — enough on chain, not here.
+    split = {"v-a": 32768.0, "v-b": 32767.0}
+    assert yuma_consensus([a, b], split).as_dict()[2] == pytest.approx(0.1)
+    assert yuma_consensus([a, b], split, mode="chain").as_dict()[2] == pytest.approx(
+        (32768 * 0.1 + 32767 * 0.3) / 65535 / 1.0, rel=1e-6
+    )
+    with pytest.raises(ConsensusError, match="mode"):
+        yuma_consensus([a, b], split, mode="median")

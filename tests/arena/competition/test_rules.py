@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from shoparena.arena.competition.models import RaceResult
 from shoparena.arena.competition.rules import (
     cancellation,
+    challenge_margin,
     code_release_at,
     final_score,
     new_seed,
@@ -184,3 +185,16 @@ def test_the_release_is_a_weekday_noon_within_four_days_after(promoted):
 def test_a_naive_time_is_refused():
     with pytest.raises(ValueError, match="timezone-aware"):
         code_release_at(datetime(2026, 1, 1))
+
+
+def test_the_decaying_challenge_margin_halves_every_half_life() -> None:
+    assert challenge_margin(0.04, 0, 7) == 0.04
+    assert challenge_margin(0.04, 7, 7) == pytest.approx(0.02)
+    assert challenge_margin(0.04, 14, 7) == pytest.approx(0.01)
+    # A challenger 0.015 ahead loses to a fresh incumbent and wins against one crowned 14 races ago.
+    incumbent, challenger = "inc", "chal"
+    results = [racer(incumbent, 0.5), racer(challenger, 0.515)]
+    assert promotion(results, incumbent, challenge_margin(0.04, 0, 7)).winner == incumbent
+    assert promotion(results, incumbent, challenge_margin(0.04, 14, 7)).winner == challenger
+    with pytest.raises(ValueError):
+        challenge_margin(0.04, -1, 7)

@@ -97,9 +97,16 @@ def test_shares_of_racers_without_a_uid_burn() -> None:
     assert race_weights(results, crowned_uid=1, config=CONFIG, race_id=None).as_dict() == {0: 0.75, 1: 0.25}
 
 
-def test_crown_on_the_burn_uid_is_refused() -> None:
-    with pytest.raises(WeightsError, match="burn uid"):
-        race_weights([racer(0, 0.9)], crowned_uid=0, config=CONFIG, race_id=None)
+def test_a_crown_on_the_burn_uid_is_burnt() -> None:
+    # Stated rule (issue 23): registration keeps miners off the burn uid; one an older arena holds is
+    # burnt, never refused (a refusal stalled every later race).
+    assert race_weights([racer(0, 0.9)], crowned_uid=0, config=CONFIG, race_id=None).as_dict() == {0: 1.0}
+
+
+def test_a_crowned_racer_without_a_uid_takes_no_tail_rank() -> None:
+    results = [racer(None, 0.9, hotkey="crowned"), racer(2, 0.8), racer(3, 0.7), racer(4, 0.6)]
+    weights = race_weights(results, None, CONFIG, race_id=None, crowned_hotkey="crowned").as_dict()
+    assert weights == {0: pytest.approx(0.75), 2: pytest.approx(0.25)}
 
 
 def test_a_hotkey_or_uid_racing_twice_is_refused() -> None:
@@ -114,9 +121,12 @@ def test_a_hotkey_or_uid_racing_twice_is_refused() -> None:
         )
 
 
-def test_ties_go_to_the_earlier_submission_then_the_hotkey() -> None:
+def test_ties_go_to_the_earlier_submission_then_the_submission_id() -> None:
     late, early = racer(2, 0.5, minutes=10), racer(3, 0.5, minutes=5)
-    same_a, same_b = racer(5, 0.5, minutes=5, hotkey="a"), racer(4, 0.5, minutes=5, hotkey="b")
+    same_a, same_b = racer(5, 0.5, minutes=5, hotkey="b"), racer(4, 0.5, minutes=5, hotkey="a")
+    same_a = same_a.model_copy(update={"submission_id": "s-1"})
+    same_b = same_b.model_copy(update={"submission_id": "s-2"})
+    # The page's order (rules.rank) and the weights' are one: hotkey "a" does not jump ahead of "s-1".
     assert [r.uid for r in rank_results([late, same_b, early, same_a])] == [5, 4, 3, 2]
 
 

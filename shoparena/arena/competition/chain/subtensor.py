@@ -135,9 +135,12 @@ class BittensorChain:
                 continue
             role = "validator" if permit else "miner"
             if self.metagraph is not None:
-                neurons.append(
-                    self.metagraph.register(hotkey, role, max(stake, 0.0), uid=uid, source="chain")
-                )
+                try:
+                    neurons.append(
+                        self.metagraph.register(hotkey, role, max(stake, 0.0), uid=uid, source="chain")
+                    )
+                except ArenaError as exc:  # the burn uid without a validator permit: never a miner
+                    self.rejected.append(SyncReject(uid=uid, hotkey=str(hotkey), reason=str(exc)))
             else:
                 neurons.append(self._neuron(hotkey, role, stake, uid))
         if self.metagraph is not None:
