@@ -38,6 +38,7 @@ from shoparena.harness.record_limits import (
 )
 from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, TOOL_SPECS, profile_tools, tool_schemas
 from shoparena.harness.tools import STATELESS_TOOLS, ToolContext, ToolError, split_ids
+from shoparena.harness.verified_history import ShownResult
 from shoparena.index.backend import CatalogBackend
 from shoparena.problems.models import Problem, Voucher
 from shoparena.records.calls import CallRecord, Origin
@@ -100,6 +101,7 @@ class Episode:
             self._messages.append({"role": "system", "content": clean_text(system_prompt)})
         self._messages.append({"role": "user", "content": clean_text(query)})
         self._used_ids: set[str] = set()
+        self._shown: list[ShownResult] = []
         self.steps_used = 0
         self.recommended_product_ids: list[str] | None = None
         self.recommended_at_step: int | None = None
@@ -144,6 +146,12 @@ class Episode:
     @property
     def calls(self) -> list[CallRecord]:
         return list(self._calls)
+
+    @property
+    def shown(self) -> list[ShownResult]:
+        """Every result the episode answered a call with, as the agent got it (in call order): what a
+        chat request's tool messages are verified against (`verified_history`)."""
+        return list(self._shown)
 
     @property
     def turns(self) -> list[ParsedTurn]:
@@ -311,6 +319,7 @@ class Episode:
             result, data = encode(result, self.limits.max_depth)
             text = result if isinstance(result, str) else data.decode()
             observation = Observation(call_id=call_id, name=name, ok=True, result=result, text=text)
+            self._shown.append(ShownResult(call_id, name, origin, text, result))
         raw_text = raw if raw is not None else (call.raw or None) if call.error else None
         stored = self._store(step, call, observation, data, origin, counted, raw_text, latency, id_note)
         return observation, stored

@@ -88,6 +88,15 @@ def check_reasoned(view: TraceView, usage: TokenUsage, rules: RuleSettings = DEF
             f"the verified inference log holds no served model request ({view.inference.requests} "
             f"request(s) made){claimed}",
         )
+    steered = view.inference.unshown_id_calls if view.inference is not None else 0
+    if steered:
+        return GateCheck(
+            REASONED,
+            False,
+            f"the verified inference log shows {steered} model tool call(s) naming product ids that no "
+            "verified tool result of their request held: the model was shown text the agent wrote "
+            "(doctored or summarised results), so the choice was not the model's",
+        )
     if view.llm_calls == 0:
         if view.code_calls:
             reason = (

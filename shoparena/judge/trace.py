@@ -195,10 +195,12 @@ class VerifiedInference:
     served: int
     prompt_tokens: int
     completion_tokens: int
+    unshown_id_calls: int = 0
+    """Model tool calls naming product ids no verified tool result of their request held."""
 
     @classmethod
     def of(cls, log: InferenceLog) -> VerifiedInference:
-        return cls(log.requests, log.served, log.prompt_tokens, log.completion_tokens)
+        return cls(log.requests, log.served, log.prompt_tokens, log.completion_tokens, log.unshown_id_calls)
 
 
 @dataclass
