@@ -28,6 +28,7 @@ def _without_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[st
             data.pop(key, None)
     return data
 
+
 InferenceOutcome = Literal["ok", "refused", "upstream_error"]
 
 
