@@ -12,6 +12,11 @@ agent sends (`record_limits`): arguments that cannot be used (a lone surrogate, 
 the cap, an integer beyond 64 bits) or that are too large are refused with an error observation;
 stored results and texts are cut to caps within a per-episode budget; only the first few calls
 after the end are recorded. Every cut is said in the entry's `cut` (and in `notes`).
+
+Grounding (issue 22): a call naming product ids (recommend, view, check) of which some no earlier
+search of the episode returned still runs, and its entry says `ungrounded` (strict scoring scores such
+a recommendation 0). Every result the agent was given is also kept as `shown`, what the inference
+proxy verifies a chat request's tool messages against (`verified_history`).
 """
 
 from __future__ import annotations
