@@ -8,7 +8,9 @@ every request at once with the same completion: one tool call, reported usage; H
 TCP_NODELAY, as serving stacks are), the proxy (a tool
 server with `InferenceProxy` mounted, in this process, as in an eval worker), and the client (as a
 miner). The request is a realistic turn: the oro7 tool schemas and a conversation of a
-query, two searches and a product view with their results.
+query, two searches and a product view with their results, which are real results of the registered
+episode (so the proxy's history check verifies them, as for an honest miner), and the upstream's tool
+call views a product the first search showed.
 
 - `direct`: the client POSTs the request to the upstream itself the way `miner_sdk` does (encode the
   JSON, `http.client` on a new connection per call, decode the reply);
@@ -57,13 +59,14 @@ WARMUP = 50
 UPSTREAM = r"""
 import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+ids = sys.argv[1]
 reply = json.dumps({
     "id": "chatcmpl-bench", "object": "chat.completion", "created": 0, "model": "bench",
     "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
         "role": "assistant", "content": None,
         "reasoning_content": "The first hits need their attributes checked before I choose.",
         "tool_calls": [{"id": "c1", "type": "function", "function": {
-            "name": "view_product_information", "arguments": "{\"product_ids\": \"101,102,103\"}"}}]}}],
+            "name": "view_product_information", "arguments": json.dumps({"product_ids": ids})}}]}}],
     "usage": {"prompt_tokens": 1500, "completion_tokens": 40, "total_tokens": 1540}}).encode()
 raw = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(reply)) + reply
 class Handler(BaseHTTPRequestHandler):
@@ -120,15 +123,42 @@ print(json.dumps(samples))
 """
 
 
-def conversation(backend) -> list[dict]:
-    """A realistic request body: a query, two searches and a view with their results."""
-    episode = Episode(backend, "a pair of wireless earbuds under 2000 with free shipping", profile="oro7")
+def conversation(backend, limits: RecordLimits) -> tuple[Episode, str]:
+    """A realistic episode: a query, two searches and a view with their results (its `messages` are
+    the request); and the ids of three hits of the first search (what the upstream's call views)."""
+    episode = Episode(
+        backend, "a pair of wireless earbuds under 2000 with free shipping", profile="oro7",
+        step_cap=10**7, limits=limits,
+    )  # fmt: skip
     for arguments in ({"q": "wireless earbuds", "price": "0-2000"}, {"q": "bluetooth earbuds"}):
         episode.call("find_product", arguments)
     hits = [c.result for c in episode.calls if c.result]
     first = hits[0][0]["product_id"] if hits and hits[0] else "1"
     episode.call("view_product_information", {"product_ids": first})
-    return episode.messages
+    ids = ",".join(hit["product_id"] for hit in (hits[0] if hits else [])[:3]) or "1"
+    return episode, ids
+
+
+def history_check_us(episode: Episode, messages: list[dict]) -> dict[str, float] | None:
+    """The proxy's history check alone on the request (µs): cold (every tool message verified from
+    scratch, as for new messages) and warm (remembered, as for the resent history). None before the
+    check existed."""
+    try:
+        from shoparena.harness.verified_history import HistoryCheck
+    except ImportError:
+        return None
+    shown, rounds = episode.shown, 2000
+    started = time.perf_counter()
+    for _ in range(rounds):
+        HistoryCheck().check(messages, shown)
+    cold = (time.perf_counter() - started) / rounds * 1e6
+    check = HistoryCheck()
+    started = time.perf_counter()
+    for _ in range(rounds):
+        verdict = check.check(messages, shown)
+    warm = (time.perf_counter() - started) / rounds * 1e6
+    assert verdict.unverified == 0 and verdict.ids, verdict
+    return {"cold_us": round(cold, 1), "warm_us": round(warm, 1)}
 
 
 def client(
@@ -159,10 +189,13 @@ def main() -> None:
     args = parser.parse_args()
 
     backend = open_catalog(bench_catalogue(args.products, args.catalog, "toolserver", console))
-    messages = conversation(backend)
+    limits = RecordLimits(max_calls=10**7, max_episode_bytes=10**12)
+    episode, viewed = conversation(backend, limits)
+    messages = episode.messages
     request = {"model": "bench", "messages": messages, "tools": tool_schemas("oro7"), "temperature": 0}
+    checked = history_check_us(episode, messages)
     upstream = subprocess.Popen(
-        [sys.executable, "-c", UPSTREAM], stdout=subprocess.PIPE, text=True, start_new_session=True
+        [sys.executable, "-c", UPSTREAM, viewed], stdout=subprocess.PIPE, text=True, start_new_session=True
     )
     samples: dict[str, list[float]] = {}
     try:
@@ -183,8 +216,6 @@ def main() -> None:
         ):
             request_file = Path(where) / "request.json"
             request_file.write_text(json.dumps(request))
-            limits = RecordLimits(max_calls=10**7, max_episode_bytes=10**12)
-            episode = Episode(backend, "benchmark", profile="oro7", step_cap=10**7, limits=limits)
             token = server.register(episode, state=proxy.new_state())
             samples = client(base_url, server.tcp_url, server.unix_url, token, args.calls, request_file)
             console.print("direct / proxy / proxy-unix: done")
@@ -215,6 +246,8 @@ def main() -> None:
             ("yes" if extra <= TARGET_P50_MS else "NO") if extra is not None else "–",
         )
     console.print(table)
+    if checked is not None:
+        console.print(f"history check alone: {checked['cold_us']} µs cold, {checked['warm_us']} µs warm")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = {
@@ -225,6 +258,7 @@ def main() -> None:
         "request_bytes": len(json.dumps(request)),
         "results": results,
         "added_p50_ms_paired": added,
+        "history_check": checked,
         "added_p50_ms_unpaired": {
             k: round(results[k]["p50_ms"] - results["direct"]["p50_ms"], 4) for k in added
         },

@@ -11,6 +11,7 @@ from shoparena.corpus.models import (
     JUDGE_BELOW_THRESHOLD,
     OUTCOME_FAILED,
     RECOMMEND_COUNT,
+    RECOMMEND_UNGROUNDED,
     RECOMMEND_UNRESOLVED,
     THINK_THEN_STOP,
     TOO_LONG,
@@ -118,6 +119,14 @@ def recommend_gates(calls: list[TraceCall], catalog: Any | None) -> GateFailure 
                 reason=RECOMMEND_UNRESOLVED,
                 detail=f"ids the catalogue does not return: {', '.join(missing[:5])}",
             )
+    return None
+
+
+def grounding_gate(row: CorpusRow) -> GateFailure | None:
+    """A recorded recommendation of products no search of its episode returned (the call record's
+    `ungrounded`, issue 22) is an answer from memory, not from the trace: it teaches nothing true."""
+    if row.metadata.ungrounded is not None:
+        return GateFailure(reason=RECOMMEND_UNGROUNDED, detail=f"recommend_product {row.metadata.ungrounded}")
     return None
 
 

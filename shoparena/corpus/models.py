@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Axis = Literal["A", "B"]
 Pool = Literal["train", "eval", "never_touch"]
@@ -27,6 +27,7 @@ OUTCOME_FAILED = "outcome_failed"
 UNPAIRED_TOOL_CALL = "unpaired_tool_call"
 RECOMMEND_COUNT = "recommend_count"
 RECOMMEND_UNRESOLVED = "recommend_unresolved"
+RECOMMEND_UNGROUNDED = "recommend_ungrounded"
 TOO_LONG = "too_long"
 THINK_THEN_STOP = "think_then_stop"
 DEDUP_RANKED_OUT = "dedup_ranked_out"
@@ -39,6 +40,7 @@ GATE_REASONS = (
     UNPAIRED_TOOL_CALL,
     RECOMMEND_COUNT,
     RECOMMEND_UNRESOLVED,
+    RECOMMEND_UNGROUNDED,
     THINK_THEN_STOP,
     TOO_LONG,
 )
@@ -105,6 +107,16 @@ class RowMetadata(BaseModel):
     split: Pool | None = None
     rewrite: RewriteProvenance | None = None
     """Set on a row `corpus rewrite` made from an axis-B trace (None: the row is as its source wrote it)."""
+    ungrounded: str | None = None
+    """The `ungrounded` reason of the recording's recommendation (a trajectory record whose answer named
+    products no search of the episode returned); left out of the JSON when None."""
+
+    @model_serializer(mode="wrap")
+    def _ungrounded_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("ungrounded") is None:
+            data.pop("ungrounded", None)
+        return data
 
 
 class CorpusRow(BaseModel):

@@ -331,7 +331,24 @@ def from_trajectory(record: Any, source: str) -> CorpusRow:
         "agent_id": view.agent.agent_id,
         "score_success": bool(success) if success is not None else None,
     }
+    ungrounded = _ungrounded_recommendation(record.get("calls"))
+    if ungrounded is not None:
+        meta["ungrounded"] = ungrounded
     return _row(messages, tools, source, "trajectory", meta)
+
+
+def _ungrounded_recommendation(calls: Any) -> str | None:
+    """The `ungrounded` reason of the recommendation that stands (the first counted recommend_product
+    that ran without an error), from an already-checked call log."""
+    for call in calls or ():
+        if (
+            call.get("name") == "recommend_product"
+            and call.get("counted", True)
+            and call.get("error") is None
+        ):
+            reason = call.get("ungrounded")
+            return str(reason) if reason is not None else None
+    return None
 
 
 # -- arena step logs ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ REASON_TEXT = {
     "unpaired_tool_call": "a tool call without its tool response (or a response without its call)",
     "recommend_count": "not exactly one recommend_product",
     "recommend_unresolved": "recommend_product arguments unparseable or ids not in the catalogue",
+    "recommend_ungrounded": "the recommendation names products no search of the episode returned",
     "think_then_stop": "ends on a thinking/other-tool turn without recommend_product/terminate",
     "too_long": "more tokens than --max-length under the tokenizer",
     "dedup_ranked_out": "ranked below the per-problem quota",

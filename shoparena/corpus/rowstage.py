@@ -148,6 +148,7 @@ class RowWork:
             or gate_mod.outcome_gate(row, self.config.require_success)
             or gate_mod.pairing_gate(row.messages)
             or gate_mod.recommend_gates(calls, self.catalog)
+            or gate_mod.grounding_gate(row)
             or gate_mod.ending_gate(row.messages, calls)
         )
         if failure is None:

@@ -209,6 +209,15 @@ def record_answer(record: TrajectoryRecord) -> Answer:
     )
 
 
+def recommendation_grounded(record: TrajectoryRecord) -> bool | None:
+    """Whether the recommendation that stands (the first counted recommend_product the episode ran)
+    named only products the episode's searches had returned; None when there is none."""
+    for call in record.calls:
+        if call.name == "recommend_product" and call.counted and call.error is None:
+            return call.ungrounded is None
+    return None
+
+
 class EpisodeDigest(BaseModel):
     """What the run's counts and metrics need of one recorded episode: derived from its record."""
 
@@ -218,6 +227,8 @@ class EpisodeDigest(BaseModel):
     wall_s: float = 0.0
     success: bool = False
     judge: JudgeVerdict | None = None
+    grounded: bool | None = None
+    """Whether the recommendation that stands was grounded (None: no recommendation recorded)."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -241,6 +252,7 @@ class EpisodeDigest(BaseModel):
             wall_s=record.timings.wall_s,
             success=bool(record.score.success),
             judge=record.judge,
+            grounded=recommendation_grounded(record),
         )
 
 

@@ -319,7 +319,9 @@ def _open_locked(
 # -- running the tasks ----------------------------------------------------------------------------
 
 
-def score_summary(scorer: RuleScorer, problem: Problem, answer: Answer, answered: bool) -> ScoreSummary:
+def score_summary(
+    scorer: RuleScorer, problem: Problem, answer: Answer, answered: bool, grounded: bool | None = None
+) -> ScoreSummary:
     """`ProblemScore.summary()` plus how the episode ended: the record's `score` field."""
     score = scorer.score(
         problem,
@@ -330,6 +332,7 @@ def score_summary(scorer: RuleScorer, problem: Problem, answer: Answer, answered
         terminated=answer.terminated,
         format_ok=answer.format_ok,
         answered=answered,
+        grounded=grounded,
     )
     return score.summary().model_copy(
         update={"format_ok": answer.format_ok, "steps": answer.steps, "terminated": answer.terminated}
@@ -362,7 +365,9 @@ def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | Non
         for output in executor.run(tasks):
             digest = output.digest
             problem = run.problems[digest.answer.index or 0]
-            score = score_summary(run.scorer, problem, digest.answer, answered=not digest.error)
+            score = score_summary(
+                run.scorer, problem, digest.answer, answered=not digest.error, grounded=digest.grounded
+            )
             verdict = None
             if judge is not None:
                 record = TrajectoryRecord.model_validate_json(complete_line(output.body, score, None))

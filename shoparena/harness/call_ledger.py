@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,11 +127,14 @@ class CallLedger:
     unverified_claims: int = 0
     """Tool calls the agent claimed as `llm` that matched no offered call (recorded as `code`)."""
 
-    def offer(self, response: int, calls: Iterable[ParsedCall]) -> list[OfferedCall]:
-        """Offer the calls of one response; returns what was offered (malformed calls are skipped)."""
+    def offer(
+        self, response: int, calls: Iterable[ParsedCall], skip: Collection[int] = ()
+    ) -> list[OfferedCall]:
+        """Offer the calls of one response; returns what was offered (malformed calls are skipped, and
+        so are the positions in `skip`: calls the proxy found the model could not have chosen)."""
         offered = []
         for index, call in enumerate(calls):
-            if call.error is not None or call.arguments is None or not call.name:
+            if call.error is not None or call.arguments is None or not call.name or index in skip:
                 continue
             key = canonical_arguments(call.arguments)
             if key is None:

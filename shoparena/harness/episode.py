@@ -12,6 +12,11 @@ agent sends (`record_limits`): arguments that cannot be used (a lone surrogate, 
 the cap, an integer beyond 64 bits) or that are too large are refused with an error observation;
 stored results and texts are cut to caps within a per-episode budget; only the first few calls
 after the end are recorded. Every cut is said in the entry's `cut` (and in `notes`).
+
+Grounding (issue 22): a call naming product ids (recommend, view, check) of which some no earlier
+search of the episode returned still runs, and its entry says `ungrounded` (strict scoring scores such
+a recommendation 0). Every result the agent was given is also kept as `shown`, what the inference
+proxy verifies a chat request's tool messages against (`verified_history`).
 """
 
 from __future__ import annotations
@@ -38,9 +43,15 @@ from shoparena.harness.record_limits import (
 )
 from shoparena.harness.tool_specs import DEFAULT_STEP_CAPS, TOOL_SPECS, profile_tools, tool_schemas
 from shoparena.harness.tools import STATELESS_TOOLS, ToolContext, ToolError, split_ids
+from shoparena.harness.verified_history import (
+    SEARCH_TOOLS,
+    ShownResult,
+    product_ids_in_arguments,
+    product_ids_in_value,
+)
 from shoparena.index.backend import CatalogBackend
 from shoparena.problems.models import Problem, Voucher
-from shoparena.records.calls import CallRecord, Origin
+from shoparena.records.calls import UNGROUNDED_REASON, CallRecord, Origin
 
 ERROR_PREFIX = "Error: "
 MAX_NAME_BYTES = 128
@@ -100,6 +111,11 @@ class Episode:
             self._messages.append({"role": "system", "content": clean_text(system_prompt)})
         self._messages.append({"role": "user", "content": clean_text(query)})
         self._used_ids: set[str] = set()
+        self._shown: list[ShownResult] = []
+        self._searched: set[str] = set()
+        """Product ids the episode's searches have returned so far (what grounds an id)."""
+        self.recommendation_ungrounded: str | None = None
+        """The `ungrounded` reason of the recommendation that stands, when it was ungrounded."""
         self.steps_used = 0
         self.recommended_product_ids: list[str] | None = None
         self.recommended_at_step: int | None = None
@@ -144,6 +160,12 @@ class Episode:
     @property
     def calls(self) -> list[CallRecord]:
         return list(self._calls)
+
+    @property
+    def shown(self) -> list[ShownResult]:
+        """Every result the episode answered a call with, as the agent got it (in call order): what a
+        chat request's tool messages are verified against (`verified_history`)."""
+        return list(self._shown)
 
     @property
     def turns(self) -> list[ParsedTurn]:
@@ -277,6 +299,7 @@ class Episode:
         result: Any = None
         error: str | None = None
         refused: Refusal | None = None
+        ungrounded: str | None = None
         try:
             if not counted:
                 refused = "ended"
@@ -288,7 +311,8 @@ class Episode:
                 if problem is not None:
                     refused, error = "unusable", f"{call.name}: {problem}; the call was not executed"
                 else:
-                    result = self._execute(call.name, call.arguments or {})
+                    ungrounded = self._ungrounded(call.name, call.arguments)
+                    result = self._execute(call.name, call.arguments or {}, ungrounded)
         except _NotInProfile as exc:
             refused, error = "unknown_tool", str(exc)
         except ArgumentError as exc:
@@ -311,8 +335,13 @@ class Episode:
             result, data = encode(result, self.limits.max_depth)
             text = result if isinstance(result, str) else data.decode()
             observation = Observation(call_id=call_id, name=name, ok=True, result=result, text=text)
+            self._shown.append(ShownResult(call_id, name, origin, text, result))
+            if name in SEARCH_TOOLS:
+                product_ids_in_value(result, self._searched)
         raw_text = raw if raw is not None else (call.raw or None) if call.error else None
         stored = self._store(step, call, observation, data, origin, counted, raw_text, latency, id_note)
+        if stored is not None and ungrounded is not None and refused is None:
+            stored.record.ungrounded = ungrounded
         return observation, stored
 
     def _store(
@@ -405,7 +434,20 @@ class Episode:
         )
         record.cut = f"{own}; {dropped}" if own else dropped
 
-    def _execute(self, name: str, arguments: dict[str, Any]) -> Any:
+    def _ungrounded(self, name: str, arguments: dict[str, Any] | None) -> str | None:
+        """Grounded answers (issue 22): the reason a call's product ids are not grounded, when some
+        appeared in no search result of this episode so far; None for a grounded call or one that
+        names no product. The call still runs (upstream semantics); strict scoring reads the flag."""
+        ids = product_ids_in_arguments(name, arguments)
+        missing = list(dict.fromkeys(pid for pid in ids if pid not in self._searched))
+        if not missing:
+            return None
+        named = ", ".join(clean_text(pid)[:64] for pid in missing[:10])
+        return f"{UNGROUNDED_REASON}: {named}" + (
+            f" (+{len(missing) - 10} more)" if len(missing) > 10 else ""
+        )
+
+    def _execute(self, name: str, arguments: dict[str, Any], ungrounded: str | None = None) -> Any:
         spec = TOOL_SPECS.get(name)
         if name not in self.tool_names:
             valid = ", ".join(self.tool_names)
@@ -416,12 +458,12 @@ class Episode:
             )
         bound = bind_arguments(name, spec.params, arguments)
         if name == "recommend_product":
-            return self._recommend(bound["product_ids"])
+            return self._recommend(bound["product_ids"], ungrounded)
         if name == "terminate":
             return self._terminate(bound["status"])
         return STATELESS_TOOLS[name](self._ctx, **bound)
 
-    def _recommend(self, product_ids: str) -> str:
+    def _recommend(self, product_ids: str, ungrounded: str | None = None) -> str:
         if self.recommended_product_ids is not None:
             raise ToolError(
                 f"recommend_product was already called at step {self.recommended_at_step} with "
@@ -433,6 +475,7 @@ class Episode:
             raise ToolError("recommend_product: product_ids is empty; give ids like '123,456'")
         self.recommended_product_ids = ids
         self.recommended_at_step = self.steps_used + 1
+        self.recommendation_ungrounded = ungrounded
         return f"Having recommended the products to the user: {','.join(ids)}."
 
     def _terminate(self, status: str) -> str:

@@ -45,6 +45,7 @@ from shoparena.harness.call_ledger import OfferedCall, canonical_arguments, resp
 from shoparena.harness.record_limits import clean_text
 from shoparena.harness.tool_routes import Refusal, client_gone, current_session, read_body, reply
 from shoparena.harness.tool_session import ToolSession
+from shoparena.harness.verified_history import HistoryCheck, HistoryVerdict
 from shoparena.inference.reference_model import SUBNET_MODEL_NAMES
 from shoparena.inference.upstreams import EpisodeContext, Upstream, UpstreamError, make_upstream
 from shoparena.records.inference import (
@@ -170,6 +171,9 @@ class ProxySession:
     refused_unstored: int = 0
     text_chars: int = 0
     """Characters of response text stored so far (against `max_log_chars`)."""
+    history: HistoryCheck = field(default_factory=HistoryCheck)
+    """Verifies each request's tool messages against the episode's real results."""
+    unshown_id_calls: int = 0
 
     @property
     def tokens_used(self) -> int:
@@ -301,6 +305,8 @@ class InferenceProxy:
         episode = session.episode
         context = EpisodeContext(step_cap=episode.step_cap, tool_names=episode.tool_names)
         calls_before = len(episode.calls)
+        # what the model is shown, checked before it answers: the results the episode has given so far
+        history = state.history.check(parsed["messages"], episode.shown)
         started = time.perf_counter()
         try:
             response: dict[str, Any] = upstream.complete(forwarded, context)
@@ -319,6 +325,8 @@ class InferenceProxy:
             "request_bytes": request.size,
             "request_messages": request.messages,
             "latency_s": time.perf_counter() - started,
+            "tool_messages": history.tool_messages,
+            "unverified_tool_messages": history.unverified,
         }
         if error is not None:
             entry = InferenceEntry(status=error.status, outcome="upstream_error", error=error.message, **base)
@@ -326,7 +334,7 @@ class InferenceProxy:
                 state.failed += 1
                 state.entries.append(_Served(entry))
             return error.status, {"ok": False, "error": error.message}, None
-        self._served(session, state, forwarded, response, base)
+        self._served(session, state, forwarded, response, base, history)
         return 200, response, None
 
     def _parse(self, body: bytes) -> dict[str, Any]:
@@ -419,8 +427,10 @@ class InferenceProxy:
         forwarded: dict[str, Any],
         response: dict[str, Any],
         base: dict[str, Any],
+        history: HistoryVerdict,
     ) -> None:
-        """Count and log a served request, and offer its tool calls to the episode's ledger."""
+        """Count and log a served request, and offer its tool calls to the episode's ledger: those whose
+        product ids all came to the model in verified tool messages of the request."""
         limits = self.limits
         choices = response.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
@@ -436,11 +446,24 @@ class InferenceProxy:
         texts = _TextBudget(limits, state.text_chars)  # one request in flight: nobody else spends it
         reasoning = texts.keep(message.get("reasoning_content", message.get("reasoning")), "reasoning")
         content = texts.keep(message.get("content"), "content")
+        unshown: dict[int, str] = {}
+        for index, call in enumerate(calls):
+            ids = history.unshown(call.name, call.arguments) if call.error is None else []
+            if ids:
+                named = ", ".join(clean_text(pid)[:64] for pid in ids[:5]) + (" …" if len(ids) > 5 else "")
+                unshown[index] = (
+                    f"product id(s) {named} occur in no verified tool result of this request (only in "
+                    "text the agent wrote): the call is the code's, not the model's"
+                )
         stored: list[InferenceToolCall] = []
-        for call in calls[: limits.max_logged_calls]:
+        for index, call in enumerate(calls[: limits.max_logged_calls]):
             key = canonical_arguments(call.arguments) if call.error is None else None
             text = texts.keep(key if key is not None else call.raw, "tool call arguments")
-            stored.append(InferenceToolCall(name=clean_text(call.name)[:128], arguments=text or ""))
+            stored.append(
+                InferenceToolCall(
+                    name=clean_text(call.name)[:128], arguments=text or "", unshown=unshown.get(index)
+                )
+            )
         cuts = texts.cuts
         if len(calls) > limits.max_logged_calls:
             cuts.append(f"{len(calls) - limits.max_logged_calls} more tool call(s) not stored")
@@ -464,7 +487,8 @@ class InferenceProxy:
             state.prompt_tokens += prompt
             state.completion_tokens += completion
             # offered before the reply leaves: a tool call may follow the instant the agent reads it
-            offered = session.ledger.offer(entry.seq, calls)
+            state.unshown_id_calls += len(unshown)
+            offered = session.ledger.offer(entry.seq, calls, skip=unshown)
             by_index = {item.index: item for item in offered if item.index < limits.max_logged_calls}
             state.entries.append(_Served(entry, by_index))
 
@@ -585,6 +609,7 @@ def inference_log(session: ToolSession, limits: ProxyLimits | None = None) -> In
             unverified_llm_claims=ledger.unverified_claims,
             entries=entries,
             notes=notes,
+            unshown_id_calls=proxy.unshown_id_calls,
         )
 
 

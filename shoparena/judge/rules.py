@@ -76,6 +76,13 @@ def check_reasoned(view: TraceView, usage: TokenUsage, rules: RuleSettings = DEF
     """Gate 1. Inference is read from the verified inference log when the record has one (an agent
     behind the inference proxy: what it reports about its own usage is a claim and is ignored), else
     from `usage` (the harness's own model client counted it for in-process agents)."""
+    if view.ungrounded_recommendation is not None:
+        return GateCheck(
+            REASONED,
+            False,
+            f"the recommendation names products no search of the episode returned "
+            f"({view.ungrounded_recommendation}): it was not reasoned from the results",
+        )
     if view.inference is not None and view.inference.served == 0:
         claimed = (
             f"; the {usage.completion_tokens} completion tokens the agent reports are not evidence"
@@ -87,6 +94,15 @@ def check_reasoned(view: TraceView, usage: TokenUsage, rules: RuleSettings = DEF
             False,
             f"the verified inference log holds no served model request ({view.inference.requests} "
             f"request(s) made){claimed}",
+        )
+    steered = view.inference.unshown_id_calls if view.inference is not None else 0
+    if steered:
+        return GateCheck(
+            REASONED,
+            False,
+            f"the verified inference log shows {steered} model tool call(s) naming product ids that no "
+            "verified tool result of their request held: the model was shown text the agent wrote "
+            "(doctored or summarised results), so the choice was not the model's",
         )
     if view.llm_calls == 0:
         if view.code_calls:

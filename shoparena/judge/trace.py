@@ -195,10 +195,12 @@ class VerifiedInference:
     served: int
     prompt_tokens: int
     completion_tokens: int
+    unshown_id_calls: int = 0
+    """Model tool calls naming product ids no verified tool result of their request held."""
 
     @classmethod
     def of(cls, log: InferenceLog) -> VerifiedInference:
-        return cls(log.requests, log.served, log.prompt_tokens, log.completion_tokens)
+        return cls(log.requests, log.served, log.prompt_tokens, log.completion_tokens, log.unshown_id_calls)
 
 
 @dataclass
@@ -215,6 +217,8 @@ class TraceView:
     """(message index, field, text, written by the model) for every text field of the trace; a
     response of the inference log has the index -seq."""
     inference: VerifiedInference | None = None
+    ungrounded_recommendation: str | None = None
+    """The `ungrounded` reason of the recommendation that stands (None: grounded, or none made)."""
     _collapsed: list[str] | None = field(default=None, repr=False, compare=False)
     """`fields`' texts with whitespace collapsed, made on the first `occurrences` (a verdict looks up
     every cited span, each against every field)."""
@@ -329,6 +333,14 @@ def read_trace(record: TrajectoryRecord, query: str | None = None) -> TraceView:
         observed=observed,
         fields=fields,
         inference=inference,
+        ungrounded_recommendation=next(
+            (
+                call.ungrounded
+                for call in record.calls
+                if call.name == "recommend_product" and call.counted and call.error is None
+            ),
+            None,
+        ),
     )
 
 

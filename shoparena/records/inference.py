@@ -12,11 +12,22 @@ stored (the `notes` say so). Served and failed requests are bounded by the proxy
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-INFERENCE_LOG_SCHEMA = "shoparena.inference/1"
+INFERENCE_LOG_SCHEMA = "shoparena.inference/2"
+"""2: the proxy verifies each request's history (`unshown`, `tool_messages`, `unverified_tool_messages`,
+`unshown_id_calls`); each new field is left out of the JSON while it holds its default, so a log
+written before reads and serialises back to the same bytes."""
+
+
+def _without_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    for key, default in defaults.items():
+        if data.get(key, default) == default:
+            data.pop(key, None)
+    return data
+
 
 InferenceOutcome = Literal["ok", "refused", "upstream_error"]
 
@@ -31,6 +42,14 @@ class InferenceToolCall(BaseModel):
     """Canonical JSON of the arguments (what a tool call is matched against), cut to the text cap."""
     used_by: str | None = None
     """The call id, in the verified call log, of the tool call that matched it; None while unused."""
+    unshown: str | None = None
+    """Why the call cannot be the model's choice: product ids in its arguments that no verified tool
+    message of the request held (they could only come from text the agent wrote). Such a call is not
+    offered to the ledger, so an agent's tool call like it is recorded as `code`. None: not refused."""
+
+    @model_serializer(mode="wrap")
+    def _new_fields_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(handler(self), {"unshown": None})
 
 
 class InferenceEntry(BaseModel):
@@ -72,6 +91,15 @@ class InferenceEntry(BaseModel):
     tool_calls: list[InferenceToolCall] = Field(default_factory=list)
     cut: str | None = None
     """What was cut from this entry to keep the log bounded."""
+    tool_messages: int = 0
+    """`tool` messages in the request."""
+    unverified_tool_messages: int = 0
+    """Of those, the ones whose content is no result of this episode in an accepted form (doctored,
+    summarised, reordered): the model read them, but ids in them do not make a call the model's."""
+
+    @model_serializer(mode="wrap")
+    def _new_fields_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(handler(self), {"tool_messages": 0, "unverified_tool_messages": 0})
 
 
 class InferenceLog(BaseModel):
@@ -98,3 +126,10 @@ class InferenceLog(BaseModel):
     """Tool calls the agent said its model emitted that matched no response: recorded as `code`."""
     entries: list[InferenceEntry] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    unshown_id_calls: int = 0
+    """Tool calls of served responses that named product ids the request showed in no verified tool
+    message (each entry's `unshown` says which): never offered, so never `llm`."""
+
+    @model_serializer(mode="wrap")
+    def _new_fields_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_defaults(handler(self), {"unshown_id_calls": 0})

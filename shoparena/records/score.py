@@ -50,6 +50,9 @@ class ScoreSummary(BaseModel):
     """How the episode ended, added by the runner (absent from `shoparena score --json` rows)."""
     steps: int | None = None
     terminated: bool | None = None
+    grounded: bool | None = None
+    """False when the episode's recommendation named a product no search of the episode returned
+    (its call record's `ungrounded`); given only for episodes with a recommendation to ground."""
 
     @model_serializer(mode="wrap")
     def _given_fields_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

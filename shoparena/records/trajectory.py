@@ -23,7 +23,10 @@ from shoparena.records.inference import InferenceLog
 from shoparena.records.score import ScoreSummary
 from shoparena.records.verdict import JudgeVerdict
 
-TRAJECTORY_SCHEMA = "shoparena.trajectory/1"
+TRAJECTORY_SCHEMA = "shoparena.trajectory/2"
+"""2: a call record may carry `ungrounded` (grounded answers, issue 22) and the score `grounded`; the
+inference log is `shoparena.inference/2`. A /1 record is a /2 record without them (readers take both)."""
+READABLE_SCHEMAS = (TRAJECTORY_SCHEMA, "shoparena.trajectory/1")
 SCORING_PIPELINE_VERSION = "rules-1"
 
 

@@ -110,6 +110,9 @@ class ProblemScore(BaseModel):
     steps: int | None = None
     terminated: bool | None = None
     format_ok: bool | None = None
+    grounded: bool | None = None
+    """Whether the recommendation named only products the episode's searches returned (None: not
+    known, as for an answers file). Strict mode scores an ungrounded recommendation 0."""
 
     def axis_ratio(self, axis: str) -> float | None:
         return self.axes[axis].ratio
@@ -135,6 +138,8 @@ class ProblemScore(BaseModel):
             row[axis] = None if not tally.checks else round(tally.hits / tally.checks, 6)
             row[f"{axis}_hits"] = tally.hits
             row[f"{axis}_checks"] = tally.checks
+        if self.grounded is not None:
+            row["grounded"] = self.grounded
         return ScoreSummary(**row)
 
 
@@ -307,7 +312,7 @@ class RuleScorer:
         """Score a batch: one catalogue lookup for all ids and one embedding pass for all titles.
 
         Each episode is (problem, product ids, meta) where meta may hold index, sample, steps,
-        terminated, format_ok, answered.
+        terminated, format_ok, answered, grounded (False: strict mode scores the episode 0).
         """
         prepared = []
         wanted: set[str] = set()
@@ -341,6 +346,7 @@ class RuleScorer:
             steps=meta.get("steps"),
             terminated=meta.get("terminated"),
             format_ok=meta.get("format_ok"),
+            grounded=meta.get("grounded"),
         )
         if bucket == "web":
             self._score_web(problem, used, products, result)
@@ -350,6 +356,12 @@ class RuleScorer:
             for axis, tally in item.axes.items():
                 result.axes[axis].add(tally)
         result.gold_rate = sum(item.gold_hit for item in result.items) / max(len(result.items), 1)
+        if self.mode == "strict" and result.grounded is False:
+            # grounded answers: an id no search of the episode returned came from somewhere else
+            # (memory, a table); the per-axis checks stay, to show what it would have scored
+            result.rule, result.success = 0.0, False
+            result.shop = False if result.shop is not None else None
+            result.budget = False if result.budget is not None else None
         return result
 
     def _score_web(self, problem: Problem, used, products, result: ProblemScore) -> None:

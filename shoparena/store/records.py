@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from shoparena.records.trajectory import TRAJECTORY_SCHEMA, TrajectoryRecord
+from shoparena.records.trajectory import READABLE_SCHEMAS, TrajectoryRecord
 from shoparena.store.engine import CanonicalJSON
 from shoparena.store.rejects import UNKNOWN_SCHEMA, UNSTORABLE, Where
 from shoparena.store.schema import Evaluation
@@ -44,7 +44,7 @@ MAX_LENGTHS = {
 INT32_COLUMNS = ("sample", "steps_used")
 INT32_RANGE = (-(2**31), 2**31 - 1)
 """PostgreSQL `integer` columns hold 32 bits (SQLite's hold 64): checked up front so both agree."""
-KNOWN_SCHEMAS = (TRAJECTORY_SCHEMA,)
+KNOWN_SCHEMAS = READABLE_SCHEMAS
 ESCAPED_NUL = b"\\u0000"
 
 

@@ -17,6 +17,13 @@ nothing; the reply's `origin` says what was recorded.
 `chat(messages, tools=..., model=...)` asks the episode's inference proxy for one chat completion
 (OpenAI Chat Completions request and response, no streaming). The proxy forwards only allowlisted
 models and limits requests and tokens per problem; a refusal raises ToolServerError with its status.
+
+The proxy also checks what the model was shown: a call is `llm` only when every product id in it
+occurs in a `tool` message of that request holding a real result of this episode. `tool_message(reply)`
+writes a call's reply as such a message: its `text` as the server sent it, or a compact form the proxy
+accepts (`compact=True` drops the fields of `COMPACT_DROP_FIELDS` from every object, `limit=N` keeps
+the first N items of a page). Ids the model read only in text the code wrote (a system or user
+message, an edited or summarised result) make the call the code's.
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ DEFAULT_TIMEOUT_S = 60.0
 CHAT_TIMEOUT_S = 300.0
 """A model may think for minutes; the episode's own timeout still bounds the run."""
 UNIX_SCHEME = "unix://"
+COMPACT_DROP_FIELDS = ("description", "short_description", "sold_count")
+"""The fields `tool_message(compact=True)` removes from every object of a result: the one fixed list
+the inference proxy accepts (`shoparena.harness.verified_history.COMPACT_DROP_FIELDS`)."""
 
 
 class ToolServerError(RuntimeError):
@@ -154,3 +164,38 @@ def chat(
     if status != 200 or "choices" not in body:
         raise ToolServerError(status, str(body.get("error", body)))
     return body
+
+
+def _compact(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _compact(item) for key, item in value.items() if key not in COMPACT_DROP_FIELDS}
+    if isinstance(value, list):
+        return [_compact(item) for item in value]
+    return value
+
+
+def tool_message(
+    reply: dict, *, compact: bool = False, limit: int | None = None, tool_call_id: str | None = None
+) -> dict:
+    """The `tool` chat message that shows the model a call's result (`reply` is what `call_tool`
+    returned) in a form the inference proxy verifies as a real result of this episode, so the calls
+    the model makes from it count as the model's (`llm`).
+
+    By default the content is the reply's `text`, exactly as the server sent it. `compact=True`
+    drops `COMPACT_DROP_FIELDS` from every object of the result; `limit=N` (N ≥ 1) keeps the first N
+    items of a result that is a list (a search page), in their order. Nothing else is accepted: a
+    subset, another order or an edited value is the code's text, and ids in it do not count.
+    `tool_call_id` defaults to the reply's `call_id`.
+    """
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+    content = reply.get("text", "")
+    result = reply.get("result")
+    if reply.get("ok") and (compact or limit is not None) and isinstance(result, list | dict):
+        value = result[:limit] if limit is not None and isinstance(result, list) else result
+        content = json.dumps(_compact(value) if compact else value, ensure_ascii=False)
+    return {
+        "role": "tool",
+        "tool_call_id": tool_call_id if tool_call_id is not None else reply.get("call_id"),
+        "content": content,
+    }

@@ -26,7 +26,7 @@ def run_calls(message):
         recorded.append(
             {"name": function.get("name"), "parameters": arguments, "tool_call_id": reply["call_id"]}
         )
-        results.append({"role": "tool", "tool_call_id": reply["call_id"], "content": reply.get("text", "")})
+        results.append(miner_sdk.tool_message(reply))  # the real result: the proxy verifies it
         ended = ended or bool(reply.get("ended"))
         if ended:
             break

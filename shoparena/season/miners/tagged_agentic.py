@@ -1,8 +1,9 @@
 """Axis A in ShoppingBench's text protocol: the model (the offline `reference-agentic-tags`, through the
 inference proxy) answers with `<think>` and a `<tool_call>[…]</tool_call>` list in plain text; this
 file parses the tags, runs every call the model wrote (so the arena verifies them as `llm`) and sends
-the results back as an `<obs>[…]</obs>` turn. The reference_agentic miner's resubmission: only calls a
-model really emitted count as the model's."""
+each result back as a `tool` message (`miner_sdk.tool_message`: the real result, which the proxy
+verifies, so the model's choices from it stay the model's). The reference_agentic miner's
+resubmission: only calls a model really emitted count as the model's."""
 
 import json
 import re
@@ -39,7 +40,7 @@ def agent_main(problem_data):
         for name, arguments in calls:
             reply = miner_sdk.call_tool(name, origin="llm", **arguments)
             recorded.append({"name": name, "parameters": arguments, "tool_call_id": reply["call_id"]})
-            observations.append({"tool_call_id": reply["call_id"], "results": reply.get("result")})
+            observations.append(miner_sdk.tool_message(reply))
             ended = ended or bool(reply.get("ended"))
             if ended:
                 break
@@ -49,7 +50,7 @@ def agent_main(problem_data):
         )
         if ended or not calls:
             break
-        messages.append({"role": "user", "content": "<obs>" + json.dumps(observations) + "</obs>"})
+        messages.extend(observations)
     else:
         miner_sdk.call_tool("terminate", status="failure")
     return steps
