@@ -48,6 +48,11 @@ class RaceError(ArenaError):
     """A race step that cannot happen now (wrong state, nothing to draw from): says what to do."""
 
 
+class RacePostponed(RaceError):
+    """Too few fresh held-out problems for the next race (issue 22): it waits, never racing stale ones;
+    the message says how many are left and how to add more."""
+
+
 @dataclass(frozen=True)
 class Qualifier:
     hotkey: str
@@ -102,7 +107,7 @@ class RaceEngine:
         self.board = board or JobBoard(
             arena,
             clock=lambda: _as_datetime(self.clock()).timestamp(),
-            source=CompetitionJobSource(arena.dir, arena.config),
+            source=CompetitionJobSource(arena.dir, arena.config, arena.store.engine),
         )
         self._chain = chain
 
@@ -212,20 +217,31 @@ class RaceEngine:
 
     def open_race(self, now: datetime | None = None, seed: str | None = None) -> RaceState:
         """Open the next race: store a fresh seed (secret until close), publish its commitment, draw the
-        problems from the held-out partition of the rotation in force now."""
+        problems from the fresh held-out problems of the rotation in force now — never from a leak
+        cluster an earlier race drew (`RacePostponed` when fewer than `race_problems` are left)."""
         from shoparena.arena.competition.bank import read_bank
-        from shoparena.arena.competition.pools import draw_race_problems, rotation_at
+        from shoparena.arena.competition.freshness import postponement, retired_clusters
+        from shoparena.arena.competition.pools import (
+            draw_race_problems,
+            fresh_heldout,
+            period_of,
+            rotation_at,
+        )
 
         now = self.now(now)
         seed = seed if seed is not None else rules.new_seed()
-        manifest = rotation_at(self.arena.dir, self.arena.config, now)
+        with self.engine.connect() as connection:
+            current = self.current(connection)
+            if current is not None and current.state not in CLOSED:
+                raise RaceError(f"race {current.race_id} is {current.state}; close it before opening another")
+            retired = retired_clusters(connection)
+        manifest = rotation_at(self.arena.dir, self.arena.config, now, retired=retired)
         bank = read_bank(self.arena.dir)
-        if not manifest.heldout_problem_ids:
-            raise RaceError(
-                f"rotation period {manifest.period} holds no held-out problems to race on; grow the race bank "
-                "first (`shoparena arena bank add --dir ARENA --n N`)"
-            )
-        draw = draw_race_problems(manifest, bank, seed, self.config.race_problems)
+        fresh = len(fresh_heldout(manifest, bank, retired))
+        if fresh < self.config.race_problems:
+            ends = period_of(self.arena.config, now)[2]
+            raise RacePostponed(postponement(fresh, self.config.race_problems, manifest.period, True, ends))
+        draw = draw_race_problems(manifest, bank, seed, self.config.race_problems, retired)
         cadence = timedelta(seconds=self.config.race_cadence_s)
         with writing(self.engine) as connection:
             current = self.current(connection)
@@ -257,7 +273,8 @@ class RaceEngine:
                 race_id,
                 "QUALIFYING_OPEN",
                 now,
-                f"{len(draw.problem_ids)} problems drawn from period {manifest.period}'s held-out partition",
+                f"{len(draw.problem_ids)} problems drawn from period {manifest.period}'s {fresh} fresh held-out "
+                "problems",
             )
             row = connection.execute(select(RACES).where(RACES.c.race_id == race_id)).one()
         return RaceState(row=row, state="QUALIFYING_OPEN")
@@ -570,7 +587,8 @@ class RaceEngine:
     def tick(self, now: datetime | None = None) -> list[str]:
         """Advance whatever is due at `now`: open the next race once the cadence allows, start it when its
         qualifying window ends, close it when every result is in or its deadline passed. Returns what
-        it did (e.g. ["opened race-00001"])."""
+        it did (e.g. ["opened race-00001"]); a race that cannot open for want of fresh problems is
+        postponed (the reason is what it did) and tried again at the next tick."""
         now = self.now(now)
         done: list[str] = []
         for _ in range(MAX_TICK_STEPS):
@@ -579,7 +597,12 @@ class RaceEngine:
                 cadence = timedelta(seconds=self.config.race_cadence_s)
                 if current is not None and now < current.row.opened_at + cadence:
                     break
-                opened = self.open_race(now)
+                try:
+                    opened = self.open_race(now)
+                except RacePostponed as exc:
+                    log.info("%s", exc)
+                    done.append(str(exc))
+                    break
                 done.append(f"opened {opened.race_id}")
             elif current.state == "QUALIFYING_OPEN":
                 if now < current.row.starts_at:

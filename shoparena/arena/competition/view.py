@@ -27,6 +27,7 @@ from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.competition.models import (
     AgentDetail,
     BucketScore,
+    Freshness,
     LeaderboardEntry,
     Race,
     RaceResult,
@@ -164,6 +165,13 @@ class CompetitionView:
 
     def weights(self) -> WeightVector | None:
         return self.races_engine.latest_weights("consensus")
+
+    def freshness(self) -> Freshness | None:
+        """Not cached: it reads the race bank and rotation files as well as the races table (a few
+        milliseconds; `read_bank` keeps the parsed bank while its file is unchanged)."""
+        from shoparena.arena.competition.freshness import arena_freshness
+
+        return arena_freshness(self.arena, self.races_engine.now())
 
     # -- standings ---------------------------------------------------------------------------------
 
@@ -361,9 +369,11 @@ class CompetitionView:
 
 def recompute_draw(arena: Arena, race_id: str):
     """The race's problems recomputed from its revealed seed and its frozen rotation manifest, with the
-    race bank as it was then: (race, draw, matches). Refused while the seed is still secret."""
+    race bank as it was then and the clusters the races before it drew (retired): (race, draw,
+    matches). Refused while the seed is still secret."""
     from shoparena.arena.competition.bank import read_bank
     from shoparena.arena.competition.engine import RaceError
+    from shoparena.arena.competition.freshness import retired_clusters
     from shoparena.arena.competition.pools import draw_race_problems, manifest_path, read_manifest
 
     race = CompetitionView(arena).race(race_id)
@@ -383,7 +393,9 @@ def recompute_draw(arena: Arena, race_id: str):
             f"race {race_id} was drawn from rotation {race.rotation_sha256[:12]}…, but the frozen manifest of "
             f"period {race.rotation_period} on disk is {manifest.sha256[:12]}…: the rotation file was replaced"
         )
+    with arena.store.engine.connect() as connection:
+        retired = retired_clusters(connection, before_race=race_id)  # public: every earlier race is closed
     draw = draw_race_problems(
-        manifest, bank.as_of(manifest.bank_sha256), race.seed, len(race.problem_ids or []) or 1
+        manifest, bank.as_of(manifest.bank_sha256), race.seed, len(race.problem_ids or []) or 1, retired
     )
     return race, draw, draw.problem_ids == race.problem_ids and draw.race_clusters == race.race_clusters
