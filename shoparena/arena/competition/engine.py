@@ -31,11 +31,12 @@ from shoparena.arena.competition.models import Race, RaceResult, ValidatorScore,
 from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.jobs.board import JobBoard
-from shoparena.arena.tables import JOBS, RACES, SUBMISSIONS
+from shoparena.arena.models import QualifyingStanding
 from shoparena.arena.tables import PROBLEM_RESULTS as PROBLEMS
 from shoparena.arena.tables import RACE_ENTRIES as ENTRIES
 from shoparena.arena.tables import RACE_EVENTS as EVENTS
 from shoparena.arena.tables import RACE_OUTCOMES as OUTCOMES
+from shoparena.arena.tables import RACES, SUBMISSIONS
 from shoparena.arena.tables import SUBMISSION_RESULTS as RESULTS
 from shoparena.arena.tables import WEIGHT_VECTORS as VECTORS
 
@@ -167,23 +168,17 @@ class RaceEngine:
         return {n.hotkey: n.uid for n in self.arena.metagraph.all(connection)}
 
     def qualifying_scores(self, connection: Connection) -> dict[str, float]:
-        """submission id → its qualifying score: the stake-weighted median of its validators' final
-        scores on its qualifying job (success rate × judge coefficient, strict)."""
-        stakes = self._stakes(connection)
-        rows = connection.execute(
-            select(RESULTS.c.submission_id, RESULTS.c.validator_hotkey, RESULTS.c.asr, RESULTS.c.coefficient)
-            .join(JOBS, JOBS.c.job_id == RESULTS.c.job_id)
-            .where(JOBS.c.kind == "qualifying")
-            .order_by(RESULTS.c.id)
-        ).all()
-        per: dict[str, list[tuple[float, float]]] = {}
-        for row in rows:
-            score = rules.final_score(row.asr, row.coefficient)
-            per.setdefault(row.submission_id, []).append((score, stakes.get(row.validator_hotkey, 0.0)))
-        return {
-            sid: rules.stake_weighted_median([s for s, _ in pairs], [w for _, w in pairs])
-            for sid, pairs in per.items()
-        }
+        """submission id → its qualifying score, for the submissions whose score stands: the
+        stake-weighted median of its validators' final scores on its qualifying job (success rate ×
+        judge coefficient, strict), once a quorum of validators has reported (`qualifying`)."""
+        standings = self.qualifying_standings(connection)
+        return {sid: found.score for sid, found in standings.items() if found.score is not None}
+
+    def qualifying_standings(self, connection: Connection) -> dict[str, QualifyingStanding]:
+        """submission id → its qualifying score (or None until the quorum) and the reports behind it."""
+        from shoparena.arena.competition.qualifying import qualifying_standings
+
+        return qualifying_standings(connection, self._stakes(connection), self.config)
 
     def qualifiers(self, connection: Connection | None = None) -> list[Qualifier]:
         """Each registered miner's latest qualified submission (score ≥ `qualify_threshold`)."""

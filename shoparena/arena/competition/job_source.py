@@ -80,6 +80,14 @@ class CompetitionJobSource:
         the first frozen period stands for its arrival, and such a submission qualifies on that one."""
         return max(period_of(self.config, submitted_at)[0], start)
 
+    def qualifying_validators(self, registered: int) -> int:
+        """The qualifying quorum (`qualifying.qualifying_quorum`), at most the validators there are: a
+        job never waits for a validator that does not exist."""
+        from shoparena.arena.competition.qualifying import qualifying_quorum
+
+        quorum, _single = qualifying_quorum(self.config.competition, registered)
+        return max(1, min(quorum, registered))
+
     def qualifying_problem_ids(self, submission_id: str, submitted_at: datetime, start: int) -> list[str]:
         """A submission's qualifying problems: the open partition of the rotation of its
         `qualifying_period`, drawn from its id, so every validator and every retry gets the same."""

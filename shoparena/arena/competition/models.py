@@ -12,6 +12,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from shoparena.arena.models import QualifyingStanding
+
 RaceState = Literal["QUALIFYING_OPEN", "RACE_RUNNING", "RACE_COMPLETE", "CANCELLED"]
 RACE_STATES: tuple[str, ...] = ("QUALIFYING_OPEN", "RACE_RUNNING", "RACE_COMPLETE", "CANCELLED")
 ROTATION_SCHEMA = "shoparena.rotation/2"
@@ -176,6 +178,9 @@ class AgentDetail(BaseModel):
     qualified: bool | None
     """None until its qualifying run is scored."""
     qualifying_score: float | None
+    """None until a quorum of validators has reported (see `qualifying`)."""
+    qualifying: QualifyingStanding | None = None
+    """The validators' reports behind the qualifying score (hotkey, stake, score) and its quorum."""
     race_scores: list[RaceResult] = Field(default_factory=list)
     by_bucket: list[BucketScore] = Field(default_factory=list)
     by_axis: dict[str, float] = Field(default_factory=dict)

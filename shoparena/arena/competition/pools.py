@@ -267,7 +267,9 @@ def verify_manifest(manifest: RotationManifest, bank: RaceBank | None = None) ->
         raise RotationError(f"period {manifest.period}: no cluster on any side")
     stale = (set(manifest.open_clusters) | set(manifest.heldout_clusters)) & set(manifest.retired_clusters)
     if stale:
-        raise RotationError(f"period {manifest.period}: retired clusters open or held out: {sorted(stale)[:3]}")
+        raise RotationError(
+            f"period {manifest.period}: retired clusters open or held out: {sorted(stale)[:3]}"
+        )
     stale_ids = (set(manifest.open_problem_ids) | set(manifest.heldout_problem_ids)) & set(
         manifest.retired_problem_ids
     )
@@ -450,7 +452,9 @@ def draw_race_problems(
         )
     stale = sorted(clusters & set(retired))
     if stale:
-        raise RotationError(f"period {manifest.period}: drawn problems belong to retired clusters: {stale[:3]}")
+        raise RotationError(
+            f"period {manifest.period}: drawn problems belong to retired clusters: {stale[:3]}"
+        )
     return RaceDraw(problem_ids=ids, race_clusters=sorted(clusters))
 
 

@@ -300,7 +300,7 @@ class CompetitionView:
         engine = self.races_engine
         crown_hotkey, crown_submission = engine.crown()
         with self.db.connect() as connection:
-            scores = engine.qualifying_scores(connection)
+            standing = engine.qualifying_standings(connection).get(submission_id)
             race_rows = connection.execute(
                 select(RACE_OUTCOMES.c.race)
                 .join(RACE_ENTRIES, RACE_ENTRIES.c.race_id == RACE_OUTCOMES.c.race_id)
@@ -327,7 +327,7 @@ class CompetitionView:
             buckets[problem.bucket or "unknown"].append(problem.success)
             if problem.judge_quality is not None:
                 judged[f"{problem.judge_quality:.1f}"] += 1
-        qualifying = scores.get(submission_id)
+        qualifying = standing.score if standing is not None else None
         neuron = self.arena.metagraph.get(view.miner_hotkey)
         return AgentDetail(
             submission_id=submission_id,
@@ -337,6 +337,7 @@ class CompetitionView:
             status=view.status,
             qualified=None if qualifying is None else qualifying >= self.config.qualify_threshold,
             qualifying_score=qualifying,
+            qualifying=standing,
             race_scores=race_scores,
             by_bucket=[
                 BucketScore(bucket=bucket, problems=len(hits), success_rate=sum(hits) / len(hits))

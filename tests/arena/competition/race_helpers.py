@@ -46,7 +46,9 @@ class Racing:
         self.validators = validators
         self.records = {record.problem.problem_id: record for record in records}
         self.clock = SimClock()
-        self.board = JobBoard(arena, clock=self.clock, source=CompetitionJobSource(arena.dir, arena.config, arena.store.engine))
+        self.board = JobBoard(
+            arena, clock=self.clock, source=CompetitionJobSource(arena.dir, arena.config, arena.store.engine)
+        )
         self.intake = ResultIntake(self.board)
         self.code = BENIGN_AGENT.read_text()
 

@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import hashlib
 
+import httpx
 import orjson
 import pytest
+from typer.testing import CliRunner
 
+from shoparena.arena.api.app import create_app, running
 from shoparena.arena.competition.bank import read_bank
 from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.competition.firehose import read_page
+from shoparena.arena.competition.models import Freshness
 from shoparena.arena.competition.view import CompetitionView, recompute_draw
+from shoparena.cli import app
 from shoparena.store import RecordFilter
 from tests.arena.competition.race_helpers import make_racing, success
 
 HOUR_S = 3600
+runner = CliRunner()
 
 
 @pytest.fixture
@@ -55,7 +61,7 @@ def honest_success(problem_id: str) -> bool:
 def play(racing, engine, races: int) -> list[str]:
     """Up to `races` hourly races through `tick`, the memoriser (miner 0) replaying every published answer
     and the honest miner (miner 1) solving what it solves; what each tick did."""
-    memoriser, honest = racing.miners
+    memoriser = racing.miners[0]
     done: list[str] = []
     for _ in range(races):
         done += engine.tick()
@@ -96,8 +102,44 @@ def test_a_memorising_miner_gains_nothing_and_no_problem_is_raced_twice(rotating
     # holds nothing fresh (the open 4 were published by qualifying runs), so the races wait
     assert len(races) == 4
     postponed = [line for line in done if line.startswith("race postponed")]
-    assert postponed and "0 fresh held-out problem(s) left in rotation period 2, a race needs 1" in postponed[0]
+    assert (
+        postponed and "0 fresh held-out problem(s) left in rotation period 2, a race needs 1" in postponed[0]
+    )
     assert "shoparena arena bank add" in postponed[0]
     fresh = CompetitionView(rotating.arena, engine).freshness()
     assert (fresh.postponed, fresh.fresh_problems, fresh.retired_problems) == (True, 0, 4)
     assert fresh.reason.startswith("race postponed: 0 fresh held-out problem(s)")
+
+
+def test_a_dry_bank_postpones_the_race_everywhere_and_bank_add_brings_it_back(rotating):
+    """Races nobody qualified for still reveal (and retire) their problems. Once none is fresh, `arena
+    status`, `GET /v1/freshness` and the page say why the next race waits and how to add problems; the
+    operator's `arena bank add` lets the next period's race open on the new clusters only."""
+    engine = RaceEngine(rotating.arena, clock=rotating.clock, board=rotating.board)
+    done = play(rotating, engine, races=6)
+    assert [line for line in done if line.startswith("opened")] == [
+        f"opened race-0000{i}" for i in range(1, 5)
+    ]
+    arena_dir = rotating.arena.dir
+
+    status = runner.invoke(app, ["arena", "status", "--dir", str(arena_dir), "--json"])
+    assert status.exit_code == 0, status.output
+    fresh = orjson.loads(status.stdout)["freshness"]
+    assert fresh["postponed"] and fresh["fresh_problems"] == 0 and "arena bank add" in fresh["reason"]
+    said = runner.invoke(app, ["arena", "status", "--dir", str(arena_dir)])
+    assert "next race postponed" in said.stdout and "0 fresh held-out problem(s)" in said.stdout
+    with running(create_app(rotating.arena, clock=rotating.clock)) as url, httpx.Client(base_url=url) as http:
+        served = Freshness.model_validate(http.get("/v1/freshness").json())
+        assert served.postponed and served.retired_problems == 4 and "arena bank add" in served.reason
+        page = http.get("/").text
+        assert "Next race postponed." in page and "shoparena arena bank add" in page
+
+    raced = {pid for race in CompetitionView(rotating.arena).races(limit=100) for pid in race.problem_ids}
+    added = runner.invoke(app, ["arena", "bank", "add", "--dir", str(arena_dir), "--n", "8", "--seed", "77"])
+    assert added.exit_code == 0, added.output
+    rotating.clock.advance(seconds=2 * HOUR_S)  # the new problems join at the next rotation period
+    opened = [line for line in engine.tick() if line.startswith("opened")]
+    assert opened, "the race did not open after `bank add`"
+    race = engine.current()
+    bank = read_bank(arena_dir)
+    assert not {bank.cluster_of[pid] for pid in race.row.problem_ids} & {bank.cluster_of[p] for p in raced}

@@ -355,7 +355,7 @@ def test_a_manifest_frozen_before_retirement_still_reads(bank_arena):
     from shoparena.arena.competition.pools import read_manifest
 
     config = read_config(bank_arena)
-    manifest = rotation_at(bank_arena, config, CREATED, retired=())
+    rotation_at(bank_arena, config, CREATED, retired=())
     data = orjson.loads(manifest_path(bank_arena, 0).read_bytes())
     data["schema"] = "shoparena.rotation/1"
     del data["retired_clusters"], data["retired_problem_ids"]
