@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.arena.competition.models import SEASON_SCHEMA, Race, WeightVector
 from shoparena.arena.config import CompetitionConfig
+from shoparena.arena.models import QualifyingReport
 
 WALL_CLOCK_FIELDS = ("timing", "generated_at")
 
@@ -37,7 +38,10 @@ class SeasonSubmission(BaseModel):
     violations: list[dict] = Field(default_factory=list)
     """Admission's violations: rule, kind, line, col, message."""
     qualifying_score: float | None = None
+    """None until a quorum of validators reported its qualifying run."""
     qualified: bool | None = None
+    qualifying_reports: list[QualifyingReport] = Field(default_factory=list)
+    """The validators' reports behind the qualifying score: hotkey, stake, score."""
 
 
 class SeasonRefusal(BaseModel):

@@ -194,6 +194,9 @@ def summarise(
                     "status": view_of.status if view_of is not None else item.status,
                     "qualifying_score": detail.qualifying_score if detail is not None else None,
                     "qualified": detail.qualified if detail is not None else None,
+                    "qualifying_reports": detail.qualifying.reports
+                    if detail is not None and detail.qualifying is not None
+                    else [],
                 }
             )
         )
