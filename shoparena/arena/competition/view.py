@@ -198,16 +198,17 @@ class CompetitionView:
         - the consensus weights: the newest `weight_vectors` row of source consensus;
         - the qualifiers (`RaceEngine.qualifiers`): qualifying results (`submission_results` joined to
           `jobs` for the job kind), validators' stakes and miners' roles and uids (`neurons`), each
-          submission's hotkey, admission and time (`submissions`), and `qualify_threshold`;
+          submission's hotkey, admission and time (`submissions`), `qualify_threshold` and the
+          qualifying quorum (`qualifying_quorum`, `qualifying_stake_share`);
         - success rates and judge coefficients: the same results; names: `submissions`.
         None of it reads the clock: no embargo, rotation or deadline enters the standings, and the
         crown changes only with a new `race_outcomes` row. A new row in any of these tables (a
         qualifying result, a job, a submission, a race entry or outcome, weights) or any change to a
         neuron's role, stake or uid changes the key."""
-        config = self.races_engine.config  # what `qualifiers` reads its threshold from
+        config = self.races_engine.config  # what `qualifiers` reads its threshold and quorum from
         answer = self._read(
             "leaderboard",
-            lambda: config.qualify_threshold,
+            lambda: (config.qualify_threshold, config.qualifying_quorum, config.qualifying_stake_share),
             LEADERBOARD_TABLES,
             True,
             lambda connection: tuple(self._leaderboard(connection)),
