@@ -167,11 +167,34 @@ class CompetitionView:
         return self.races_engine.latest_weights("consensus")
 
     def freshness(self) -> Freshness | None:
-        """Not cached: it reads the race bank and rotation files as well as the races table (a few
-        milliseconds; `read_bank` keeps the parsed bank while its file is unchanged)."""
-        from shoparena.arena.competition.freshness import arena_freshness
+        """The race bank's fresh problems now (what the page `/` and `GET /v1/freshness` read).
 
-        return arena_freshness(self.arena, self.races_engine.now())
+        Cached on the rotation period of now, the race bank file's identity, size and modification
+        time, the frozen periods and the version of the races table: the answer is computed from the
+        bank, the frozen manifests (never rewritten once frozen), the retired clusters (every row of
+        `races`) and the period, and from nothing else."""
+        from shoparena.arena.competition.bank import bank_path
+        from shoparena.arena.competition.freshness import freshness, retired_clusters
+        from shoparena.arena.competition.pools import frozen_periods, period_of
+
+        arena_dir = self.arena.dir
+        now = self.races_engine.now()
+        path = bank_path(arena_dir)
+
+        def settings() -> Hashable:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                return None
+            bank = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            return (period_of(self.arena.config, now)[0], bank, tuple(frozen_periods(arena_dir)))
+
+        def compute(connection: Connection) -> Freshness | None:
+            if not path.exists():
+                return None
+            return freshness(arena_dir, self.arena.config, now, retired_clusters(connection))
+
+        return self._read("freshness", settings, (RACES,), False, compute)
 
     # -- standings ---------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from shoparena.arena.api.app import create_app, running
 from shoparena.arena.competition.bank import read_bank
 from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.competition.firehose import read_page
+from shoparena.arena.competition.freshness import arena_freshness
 from shoparena.arena.competition.models import Freshness
 from shoparena.arena.competition.view import CompetitionView, recompute_draw
 from shoparena.cli import app
@@ -135,11 +136,18 @@ def test_a_dry_bank_postpones_the_race_everywhere_and_bank_add_brings_it_back(ro
         assert "Next race postponed." in page and "shoparena arena bank add" in page
 
     raced = {pid for race in CompetitionView(rotating.arena).races(limit=100) for pid in race.problem_ids}
+    view = CompetitionView(rotating.arena, engine)  # its cached answer follows every change below
+    assert view.freshness().postponed and view.freshness() == arena_freshness(rotating.arena, engine.now())
     added = runner.invoke(app, ["arena", "bank", "add", "--dir", str(arena_dir), "--n", "8", "--seed", "77"])
     assert added.exit_code == 0, added.output
+    assert view.freshness() == arena_freshness(rotating.arena, engine.now())
     rotating.clock.advance(seconds=2 * HOUR_S)  # the new problems join at the next rotation period
+    ahead = view.freshness()
+    assert not ahead.postponed and not ahead.frozen and ahead.fresh_problems >= 1
     opened = [line for line in engine.tick() if line.startswith("opened")]
     assert opened, "the race did not open after `bank add`"
+    assert view.freshness() == arena_freshness(rotating.arena, engine.now())
+    assert view.freshness().frozen and view.freshness().fresh_problems == ahead.fresh_problems - 1
     race = engine.current()
     bank = read_bank(arena_dir)
     assert not {bank.cluster_of[pid] for pid in race.row.problem_ids} & {bank.cluster_of[p] for p in raced}
