@@ -51,6 +51,12 @@ class CompetitionConfig(BaseModel):
     """Hysteresis: a challenger is promoted only when its race score beats the incumbent's by more."""
     qualify_threshold: float = Field(default=0.2, ge=0, le=1)
     """A submission qualifies when its final score on the open partition reaches this."""
+    qualifying_quorum: int | None = Field(default=None, ge=1)
+    """Validators that must report a qualifying run before its score stands (None: 2 when at least two
+    validators are registered, else 1 — with a warning on the page); each qualifying job goes to that
+    many validators at least."""
+    qualifying_stake_share: float = Field(default=0.66, gt=0, le=1)
+    """Or: validators holding this share of the validators' stake have reported."""
     race_problems: int = Field(default=20, ge=1)
     """Problems drawn from the held-out partition for each race."""
     race_cadence_s: int = Field(default=86400, ge=60)

@@ -173,6 +173,35 @@ class SubmissionSummary(BaseModel):
     submitted_at: datetime
 
 
+class QualifyingReport(BaseModel):
+    """One validator's result behind a qualifying score (issue 22)."""
+
+    validator_hotkey: str
+    stake: float = Field(ge=0)
+    """The validator's stake in the metagraph now."""
+    score: float = Field(ge=0, le=1)
+    """Its final score of the qualifying run: success rate × judge coefficient (strict)."""
+
+
+class QualifyingStanding(BaseModel):
+    """A qualifying score and the reports behind it. The score stands only once `quorum` validators, or
+    validators holding `stake_share` of the validators' stake, have reported; it is then their
+    stake-weighted median (as a race's score is), else None."""
+
+    score: float | None = Field(default=None, ge=0, le=1)
+    reports: list[QualifyingReport] = Field(default_factory=list)
+    quorum: int = Field(ge=1)
+    """Validators whose reports make the score stand."""
+    stake_share: float = Field(ge=0, le=1)
+    """Or this share of the registered validators' stake."""
+    reported_stake_share: float = Field(ge=0, le=1)
+    stands: bool
+    single_validator: bool = False
+    """Only one validator is registered: the quorum is 1 and one validator decides (a warning)."""
+    detail: str
+    """One line: who reported and what the score rests on, or what it still waits for."""
+
+
 class SubmissionView(BaseModel):
     """`GET /v1/miner/submissions/{id}`."""
 
@@ -188,6 +217,8 @@ class SubmissionView(BaseModel):
     events: list[SubmissionEvent]
     results: list[ResultView] = Field(default_factory=list)
     """One per validator evaluation, oldest first; empty until scored."""
+    qualifying: QualifyingStanding | None = None
+    """Once the competition is on: its qualifying score and the validators' reports behind it."""
 
 
 # -- the job layer: validators claim jobs, keep their lease alive, post results --------------------------

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from shoparena.arena.arena import Arena
 from shoparena.arena.competition.cadence import WeightPushStatus, read_push_status
 from shoparena.arena.competition.job_source import CompetitionJobSource
+from shoparena.arena.competition.models import Freshness
 from shoparena.arena.db import as_utc
 from shoparena.arena.jobs.board import JobBoard
 from shoparena.arena.jobs.leases import open_leases
@@ -84,17 +85,29 @@ class ArenaOverview(BaseModel):
     """The newest race (None: none yet, or no competition); `arena race status` has every detail."""
     weights_push: WeightPushStatus | None = None
     """The weights' cadence: the last push, failures in a row and the next try (None: never pushed)."""
+    freshness: Freshness | None = None
+    """Fresh held-out problems left and, when too few for a race, why the next race is postponed."""
+    freshness_error: str | None = None
+    """Why the race bank's rotation cannot be read (a bank too small, a changed manifest)."""
 
 
 def arena_overview(
     arena: Arena, board: JobBoard | None = None, *, queue_limit: int = 10, failures_limit: int = 5
 ) -> ArenaOverview:
-    board = board or JobBoard(arena, source=CompetitionJobSource(arena.dir, arena.config))
+    board = board or JobBoard(arena, source=CompetitionJobSource(arena.dir, arena.config, arena.store.engine))
     now = board.now()
     competition = board.competition_on()
     newest_race = None
+    fresh, fresh_error = None, None
     if competition:
+        from shoparena.arena.competition.freshness import arena_freshness
+        from shoparena.arena.competition.pools import PoolError
         from shoparena.arena.competition.view import CompetitionView
+
+        try:
+            fresh = arena_freshness(arena, now)
+        except PoolError as exc:
+            fresh_error = str(exc)
 
         races = CompetitionView(arena).races(1)
         if races:
@@ -182,4 +195,6 @@ def arena_overview(
         ],
         latest_race=newest_race,
         weights_push=read_push_status(arena.dir),
+        freshness=fresh,
+        freshness_error=fresh_error,
     )

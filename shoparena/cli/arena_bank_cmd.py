@@ -74,33 +74,27 @@ def add_cmd(
     say(f"bank: {report.bank_size:,} problems, sha256 {report.bank_sha256}")
 
 
-def _rotation_summary(arena_dir: Path, config, bank, at: datetime) -> dict:
+def _rotation_summary(arena_dir: Path, config, bank, at: datetime, retired: set[str]) -> dict:
     """The rotation of `at`: the frozen manifest when there is one, else a preview (nothing is frozen
-    by looking)."""
-    from shoparena.arena.competition.pools import (
-        PoolError,
-        manifest_path,
-        period_of,
-        plan_rotation,
-        read_manifest,
-    )
+    by looking); `retired` are the leak clusters races have drawn."""
+    from shoparena.arena.competition.pools import PoolError, fresh_heldout, manifest_path, preview_rotation
 
     try:
-        period, starts_at, ends_at = period_of(config, at)
-        path = manifest_path(arena_dir, period)
-        frozen = path.exists()
-        if frozen:
-            manifest = read_manifest(path, bank)
-        else:
-            manifest = plan_rotation(bank, period, starts_at, ends_at, config.competition.heldout_fraction)
+        manifest, frozen = preview_rotation(arena_dir, config, at, retired=retired)
     except PoolError as exc:
         return {"error": str(exc)}
+    path = manifest_path(arena_dir, manifest.period)
     as_of = bank.as_of(manifest.bank_sha256)
     buckets = {}
-    for side, ids in (("open", manifest.open_problem_ids), ("heldout", manifest.heldout_problem_ids)):
+    sides = (
+        ("open", manifest.open_problem_ids),
+        ("heldout", manifest.heldout_problem_ids),
+        ("retired", manifest.retired_problem_ids),
+    )
+    for side, ids in sides:
         for pid in ids:
             bucket = as_of.by_id[pid].bucket or "unknown"
-            buckets.setdefault(bucket, {"open": 0, "heldout": 0})[side] += 1
+            buckets.setdefault(bucket, {"open": 0, "heldout": 0, "retired": 0})[side] += 1
     return {
         "period": manifest.period,
         "starts_at": manifest.starts_at.isoformat(),
@@ -111,8 +105,11 @@ def _rotation_summary(arena_dir: Path, config, bank, at: datetime) -> dict:
         "bank_sha256": manifest.bank_sha256,
         "open_clusters": len(manifest.open_clusters),
         "heldout_clusters": len(manifest.heldout_clusters),
+        "retired_clusters": len(manifest.retired_clusters),
         "open_problems": len(manifest.open_problem_ids),
         "heldout_problems": len(manifest.heldout_problem_ids),
+        "retired_problems": len(manifest.retired_problem_ids),
+        "fresh_heldout_problems": len(fresh_heldout(manifest, bank, retired)),
         "by_bucket": dict(sorted(buckets.items())),
     }
 
@@ -135,6 +132,8 @@ def show_cmd(
       shoparena arena bank show --dir arena/
       shoparena arena bank show --dir arena/ --at 2026-12-01T00:00:00Z --json
     """
+    from shoparena.arena import open_arena
+    from shoparena.arena.competition.freshness import retired_clusters
     from shoparena.arena.competition.pools import PoolError, read_bank
     from shoparena.arena.config import read_config
     from shoparena.arena.errors import ArenaError
@@ -143,6 +142,8 @@ def show_cmd(
     try:
         config = read_config(arena_dir)
         bank = read_bank(arena_dir)
+        with open_arena(arena_dir) as arena, arena.store.engine.connect() as connection:
+            retired = retired_clusters(connection)
     except (PoolError, ArenaError) as exc:
         raise fail(str(exc)) from None
     clusters = bank.clusters()
@@ -159,7 +160,7 @@ def show_cmd(
             b: {"problems": count, "clusters": cluster_buckets.get(b, 0)}
             for b, count in bank.bucket_counts().items()
         },
-        "rotation": _rotation_summary(arena_dir, config, bank, when)
+        "rotation": _rotation_summary(arena_dir, config, bank, when, retired)
         if bank.size
         else {"error": "the bank is empty"},
     }
@@ -182,10 +183,15 @@ def show_cmd(
     say(
         f"rotation period {rotation['period']} ({rotation['starts_at']} → {rotation['ends_at']}), {state}: "
         f"{rotation['open_clusters']} open clusters / {rotation['open_problems']} problems, "
-        f"{rotation['heldout_clusters']} held out / {rotation['heldout_problems']} problems"
+        f"{rotation['heldout_clusters']} held out / {rotation['heldout_problems']} problems "
+        f"({rotation['fresh_heldout_problems']} fresh: not raced yet), {rotation['retired_clusters']} retired / "
+        f"{rotation['retired_problems']} problems"
     )
     for bucket, counts in rotation["by_bucket"].items():
-        say(f"  {bucket:<8} open {counts['open']:>6,}  held out {counts['heldout']:>6,}")
+        say(
+            f"  {bucket:<8} open {counts['open']:>6,}  held out {counts['heldout']:>6,}  "
+            f"retired {counts['retired']:>6,}"
+        )
 
 
 def register(arena_app: typer.Typer) -> None:

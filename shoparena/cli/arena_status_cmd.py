@@ -49,6 +49,17 @@ def show(overview) -> None:
             say(
                 f"weights: {push.race_id} set at {push.last_attempt_at:%Y-%m-%d %H:%M:%S} UTC; again at {when}"
             )
+    fresh = overview.freshness
+    if fresh is not None:
+        say(
+            f"race bank: {fresh.fresh_problems} fresh held-out problem(s) in rotation period {fresh.period} "
+            f"({fresh.races_left} race(s) of {fresh.race_problems}), {fresh.open_problems} open, "
+            f"{fresh.retired_problems} retired of {fresh.bank_problems}"
+        )
+        if fresh.postponed:
+            say(f"[yellow]next race postponed[/]: {fresh.reason}")
+    if overview.freshness_error:
+        say(f"[red]race bank[/]: {overview.freshness_error}")
     if overview.queue:
         table = Table(title=f"queue: {overview.queue_shown_of} waiting, in claim order", title_justify="left")
         for column in ("#", "submission", "miner", "name", "submitted (UTC)"):

@@ -220,6 +220,12 @@ def _print_submission(view) -> None:
             )
         console.print(table)
         say(f"validator {result.validator_hotkey} (job {result.job_id}): {scores(result, bold_final=True)}")
+    standing = view.qualifying
+    if standing is not None:
+        score = "none yet" if standing.score is None else f"{standing.score:.3f}"
+        say(f"qualifying score {score}: {standing.detail}")
+        for report in standing.reports:
+            say(f"  {report.validator_hotkey} (stake {report.stake:g}): {report.score:.3f}")
 
 
 def scores(result, bold_final: bool = False) -> str:

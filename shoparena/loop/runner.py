@@ -126,7 +126,8 @@ def export_firehose(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[st
     from shoparena.arena import open_arena
     from shoparena.arena.competition.bank import read_bank
     from shoparena.arena.competition.engine import RaceEngine
-    from shoparena.arena.competition.pools import rotation_at
+    from shoparena.arena.competition.freshness import retired_clusters
+    from shoparena.arena.competition.pools import fresh_heldout, rotation_at
     from shoparena.problems.io import read_problems, write_problems
     from shoparena.season.clock import SEASON_EPOCH, SimClock
     from shoparena.season.driver import season_start
@@ -136,7 +137,9 @@ def export_firehose(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[st
         exported = arena.store.export(layout.firehose)
         bank = read_bank(arena.dir)
         opens_at = season_start(arena, RaceEngine(arena, clock=SimClock(SEASON_EPOCH)))
-        rotation = rotation_at(arena.dir, arena.config, opens_at)
+        with arena.store.engine.connect() as connection:
+            retired = retired_clusters(connection)
+        rotation = rotation_at(arena.dir, arena.config, opens_at, retired=retired)
     qualifying = read_problems(layout.arena_dir / "world" / "qualifying.jsonl").problems
     problems, seen = [], set()
     for problem in [*qualifying, *bank.problems]:
@@ -145,7 +148,7 @@ def export_firehose(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[st
             problems.append(problem)
     write_problems(layout.problems, problems)
     by_id = bank.by_id
-    pool = [by_id[i] for i in rotation.heldout_problem_ids if i in by_id]
+    pool = [by_id[i] for i in fresh_heldout(rotation, bank, retired) if i in by_id]
     write_problems(layout.firehose_dir / FINAL_RACE_POOL, pool)
     say(
         f"    {exported} trajectories exported; {len(problems)} problems; the final race (opens "

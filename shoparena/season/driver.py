@@ -7,7 +7,7 @@ A day (times from the day's start, the clock standing still in between):
 
 | at | what |
 |---|---|
-| 00:00 | the race engine opens the day's race (seed derived from the season seed; its commitment published) |
+| 00:00 | before a rotation period freezes, the operator adds problems (`bank add`) when too few fresh held-out ones are left for its races; the race engine opens the day's race (seed derived from the season seed; its commitment published), or postpones it when no fresh problems are left |
 | 00:10 + 10 min × slot | miners whose file is due submit through `POST /v1/miner/submit` (cooldowns apply; a rejected miner tries again 5 min later) |
 | 03:00 | every validator claims and evaluates jobs until none is left (qualifying runs) |
 | 12:00 | the race starts: each hotkey's latest qualified submission gets a race job |
@@ -35,13 +35,20 @@ from shoparena.arena.participants.validator import JobReport, Validator, Validat
 from shoparena.season.clock import SEASON_EPOCH, SimClock
 from shoparena.season.roster import FAVOURITE_SLOT, miner_source, roster
 from shoparena.season.seasonfile import (
+    BankTopUp,
     DayProgress,
     SeasonFile,
     SeasonRefusal,
     SeasonSubmission,
     SeasonTiming,
 )
-from shoparena.season.setup import Participant, SeasonSettings, open_or_init, register_all
+from shoparena.season.setup import (
+    Participant,
+    SeasonSettings,
+    keep_bank_fresh,
+    open_or_init,
+    register_all,
+)
 from shoparena.season.summary import summarise
 from shoparena.season.validators import DishonestValidator, drain
 
@@ -146,6 +153,7 @@ class Season:
         self.submissions: list[SeasonSubmission] = []
         self.refusals: list[SeasonRefusal] = []
         self.days: list[DayProgress] = []
+        self.top_ups: list[BankTopUp] = []
         self.sandbox = resolve_sandbox(settings.sandbox)
         self.start = SEASON_EPOCH
         self.prior_submissions = self.prior_races = 0
@@ -228,9 +236,15 @@ class Season:
 
     def _day(self, day, arena: Arena, engine, specs, miners, clients, validators, entering=()) -> None:
         started_day = time.perf_counter()
+        from shoparena.arena.competition.engine import RacePostponed
+
         start = self.start + (day - 1) * DAY
         self.clock.set(start)
-        race = engine.open_race(start, seed=race_seed(self.settings.seed, self.prior_races + day))
+        self.top_ups += keep_bank_fresh(arena, self.settings, start, day)
+        try:
+            race = engine.open_race(start, seed=race_seed(self.settings.seed, self.prior_races + day))
+        except RacePostponed:
+            race = None
 
         started = time.perf_counter()
         before = len(self.submissions), len(self.refusals)
@@ -255,24 +269,26 @@ class Season:
         qualifying = self._work(validators)
         self._timed("qualifying", started)
 
-        started = time.perf_counter()
-        self.clock.set(start + RACE_AT)
-        engine.start_race(start + RACE_AT)
-        self.clock.set(start + RACE_WORK_AT)
-        racing = self._work(validators)
-        self._timed("race", started)
+        closed, racing = None, (0, 0)
+        if race is not None:
+            started = time.perf_counter()
+            self.clock.set(start + RACE_AT)
+            engine.start_race(start + RACE_AT)
+            self.clock.set(start + RACE_WORK_AT)
+            racing = self._work(validators)
+            self._timed("race", started)
 
-        started = time.perf_counter()
-        self.clock.set(start + CLOSE_AT)
-        closed = engine.close_race(start + CLOSE_AT)
-        self._timed("close", started)
+            started = time.perf_counter()
+            self.clock.set(start + CLOSE_AT)
+            closed = engine.close_race(start + CLOSE_AT)
+            self._timed("close", started)
 
         new = self.submissions[before[0] :]
         refused = self.refusals[before[1] :]
         progress = DayProgress(
             day=day,
-            race_id=closed.race_id if closed else race.race_id,
-            state=closed.state,
+            race_id=closed.race_id if closed else None,
+            state=closed.state if closed else "POSTPONED",
             submitted=len(new),
             admitted=sum(1 for s in new if s.status == "admitted"),
             rejected=sum(1 for s in new if s.status == "rejected"),
@@ -281,8 +297,8 @@ class Season:
             qualifying_jobs=qualifying[0],
             race_jobs=racing[0],
             episodes=qualifying[1] + racing[1],
-            winner=closed.winner,
-            promoted=closed.promoted,
+            winner=closed.winner if closed else None,
+            promoted=closed.promoted if closed else False,
             wall_s=round(time.perf_counter() - started_day, 3),
         )
         self.days.append(progress)

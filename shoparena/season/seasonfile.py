@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.arena.competition.models import SEASON_SCHEMA, Race, WeightVector
 from shoparena.arena.config import CompetitionConfig
+from shoparena.arena.models import QualifyingReport
 
 WALL_CLOCK_FIELDS = ("timing", "generated_at")
 
@@ -37,7 +38,10 @@ class SeasonSubmission(BaseModel):
     violations: list[dict] = Field(default_factory=list)
     """Admission's violations: rule, kind, line, col, message."""
     qualifying_score: float | None = None
+    """None until a quorum of validators reported its qualifying run."""
     qualified: bool | None = None
+    qualifying_reports: list[QualifyingReport] = Field(default_factory=list)
+    """The validators' reports behind the qualifying score: hotkey, stake, score."""
 
 
 class SeasonRefusal(BaseModel):
@@ -110,6 +114,21 @@ class DayProgress(BaseModel):
     wall_s: float
 
 
+class BankTopUp(BaseModel):
+    """One `arena bank add` the season's operator ran before a rotation period froze."""
+
+    day: int
+    period: int
+    seed: int
+    asked: int
+    """Tasks generated."""
+    added: int
+    fresh_before: int
+    """Fresh held-out problems the period would have held without it."""
+    fresh_after: int
+    bank_size: int
+
+
 class SeasonTiming(BaseModel):
     wall_s: float
     episodes: int
@@ -137,6 +156,11 @@ class SeasonFile(BaseModel):
     races: list[Race]
     weights: list[SeasonWeights]
     dishonest: DishonestReport | None = None
+    bank_top_ups: list[BankTopUp] = Field(default_factory=list)
+    """Every `arena bank add` the season's operator ran to keep fresh problems for the races."""
+    reused_problems: int = 0
+    """Race problems of this season whose leak cluster was public before the race opened: drawn by an
+    earlier race, or run in a qualifying job (the firehose serves those trajectories). Always 0."""
     progress: list[DayProgress]
     generated_at: datetime | None = None
     timing: SeasonTiming | None = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
@@ -30,6 +31,7 @@ from shoparena.arena.models import EvaluationSettings, JobPolicy
 from shoparena.records.options import CliFlag, SimilarityName
 from shoparena.season.clock import SEASON_EPOCH
 from shoparena.season.roster import FAVOURITE_SLOT
+from shoparena.season.seasonfile import BankTopUp
 
 KEYS_DIR = "keys"
 SIMULATED_MARKER = "simulated.json"
@@ -258,6 +260,53 @@ def add_race_bank(arena_dir: Path, settings: SeasonSettings) -> None:
     from shoparena.arena.competition.bank import add_to_bank
 
     add_to_bank(arena_dir, settings.race_bank, settings.seed)
+
+
+TOP_UP_TRIES = 3
+"""Generated batches the operator tries before a period (a batch can land in raced or never-touch
+clusters and add nothing fresh)."""
+
+
+def top_up_seed(season_seed: int, period: int, attempt: int) -> int:
+    """The generator seed of the operator's `attempt`-th batch before `period`: never the first bank's."""
+    digest = hashlib.sha256(f"shoparena-season:{season_seed}:bank:{period}:{attempt}".encode()).digest()
+    return 1_000_000 + int.from_bytes(digest[:4], "big")
+
+
+def keep_bank_fresh(arena: Arena, settings: SeasonSettings, at, day: int) -> list[BankTopUp]:
+    """What a careful operator does before a rotation period freezes (issue 22): a raced problem is
+    never raced again, so the bank must hold enough fresh held-out problems for every race of the
+    period, and problems added once the period is frozen only join the next one. When the period
+    holding `at` is not frozen yet and its preview holds fewer fresh held-out problems than its races
+    need, add generated tasks (`arena bank add` with a new seed) until it does."""
+    from shoparena.arena.competition.bank import add_to_bank
+    from shoparena.arena.competition.freshness import arena_freshness
+
+    config = arena.config.competition
+    races = max(1, -(-config.rotation_cadence_s // config.race_cadence_s))
+    needed = races * config.race_problems
+    done: list[BankTopUp] = []
+    for attempt in range(TOP_UP_TRIES):
+        fresh = arena_freshness(arena, at)
+        if fresh is None or fresh.frozen or fresh.fresh_problems >= needed:
+            break
+        asked = math.ceil((needed - fresh.fresh_problems) / config.heldout_fraction) + config.race_problems
+        seed = top_up_seed(settings.seed, fresh.period, attempt)
+        report = add_to_bank(arena.dir, asked, seed)
+        after = arena_freshness(arena, at)
+        done.append(
+            BankTopUp(
+                day=day,
+                period=fresh.period,
+                seed=seed,
+                asked=asked,
+                added=report.added,
+                fresh_before=fresh.fresh_problems,
+                fresh_after=after.fresh_problems if after is not None else 0,
+                bank_size=report.bank_size,
+            )
+        )
+    return done
 
 
 def register_all(

@@ -19,6 +19,7 @@ from shoparena.arena.db import as_utc
 from shoparena.season.clock import SimClock
 from shoparena.season.roster import FAVOURITE_SLOT
 from shoparena.season.seasonfile import (
+    BankTopUp,
     DayProgress,
     DishonestReport,
     RaceLie,
@@ -43,6 +44,7 @@ class PlayedSeason(Protocol):
     submissions: list[SeasonSubmission]
     refusals: list[SeasonRefusal]
     days: list[DayProgress]
+    top_ups: list[BankTopUp]
 
 
 def race_vectors(arena, race_id: str) -> tuple[WeightVector | None, list[WeightVector]]:
@@ -108,6 +110,33 @@ def gained(lie: RaceLie) -> bool:
     return lie.consensus_weight > lie.honest_weight + TOLERANCE
 
 
+def reused_problems(arena, races: list[Race]) -> int:
+    """How many of `races`' problems were public before their race opened: in a leak cluster that an
+    earlier race of the arena drew (revealed at its close), or that a qualifying job created before the
+    race opened ran (the firehose serves its trajectories). Freshness makes it 0."""
+    from shoparena.arena.competition.bank import read_bank
+    from shoparena.arena.tables import JOBS, RACES
+
+    cluster_of = read_bank(arena.dir).cluster_of
+    with arena.store.engine.connect() as connection:
+        opened = connection.execute(select(RACES.c.race_id, RACES.c.opened_at, RACES.c.race_clusters)).all()
+        qualifying = connection.execute(
+            select(JOBS.c.created_at, JOBS.c.problem_ids).where(JOBS.c.kind == "qualifying")
+        ).all()
+    reused = 0
+    for race in races:
+        at = as_utc(race.opened_at)
+        public = {c for row in opened if as_utc(row.opened_at) < at for c in row.race_clusters or []}
+        public |= {
+            cluster_of.get(pid)
+            for row in qualifying
+            if as_utc(row.created_at) < at
+            for pid in row.problem_ids or []
+        }
+        reused += sum(1 for pid in race.problem_ids or [] if cluster_of.get(pid) in public)
+    return reused
+
+
 def _ordered(race: Race) -> Race:
     """The race with each result's validator scores by hotkey (they arrive in whatever order the
     validators' threads posted them)."""
@@ -165,6 +194,9 @@ def summarise(
                     "status": view_of.status if view_of is not None else item.status,
                     "qualifying_score": detail.qualifying_score if detail is not None else None,
                     "qualified": detail.qualified if detail is not None else None,
+                    "qualifying_reports": detail.qualifying.reports
+                    if detail is not None and detail.qualifying is not None
+                    else [],
                 }
             )
         )
@@ -236,5 +268,7 @@ def summarise(
         races=races,
         weights=weights,
         dishonest=dishonest,
+        bank_top_ups=season.top_ups,
+        reused_problems=reused_problems(arena, races),
         progress=season.days,
     )

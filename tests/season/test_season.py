@@ -76,6 +76,13 @@ def test_the_season_file_records_the_config_submissions_races_and_weights(played
         scores = [r.score for r in race.results]
         assert scores == sorted(scores, reverse=True)
         assert race.winner is not None
+    assert season.reused_problems == 0  # no race problem was public before its race (issue 22)
+    for submission in season.submissions:  # a qualifying score names the quorum of reports behind it
+        if submission.qualifying_score is not None:
+            assert len(submission.qualifying_reports) == VALIDATORS
+            assert {r.validator_hotkey for r in submission.qualifying_reports} == {
+                p["hotkey"] for p in season.participants if p["role"] == "validator"
+            }
     assert season.races[0].incumbent_before is None and season.races[0].promoted
     assert season.races[1].incumbent_before == season.races[0].winner
     assert season.races[0].code_release_at is not None

@@ -59,7 +59,7 @@ def create_app(
     page read (default: `CompetitionView` over this arena, on the server's clock); `tick_s` > 0 runs
     the race scheduler every that many seconds while the app is served with its lifespan;
     `owns_arena`: the app closes the arena when it shuts down (a worker process opened it)."""
-    board = JobBoard(arena, clock, source=CompetitionJobSource(arena.dir, arena.config))
+    board = JobBoard(arena, clock, source=CompetitionJobSource(arena.dir, arena.config, arena.store.engine))
     engine = RaceEngine(arena, clock=clock, board=board)
     scheduler = RaceScheduler(engine, tick_s) if tick_s > 0 else None
 

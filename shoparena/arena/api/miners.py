@@ -119,6 +119,9 @@ def one_submission(services: ArenaServices, identity: Identity, submission_id: s
         view = services.arena.ledger.get(submission_id)
     if view is None or view.miner_hotkey != identity.hotkey:
         raise Refuse(404, "not_found", f"no submission {submission_id[:40]} of hotkey {identity.hotkey}")
+    detail = services.reader.agent(submission_id)
+    if detail is not None and detail.qualifying is not None:
+        view = view.model_copy(update={"qualifying": detail.qualifying})
     return Outcome(json_response(view))
 
 

@@ -8,6 +8,8 @@
                                            403 {"error": "embargoed", "release_at"} + Retry-After before,
                                            403 {"error": "not_released"} for one never crowned, 404 unknown
     GET /v1/weights                        the latest consensus weights (`WeightVector`); 404 before any
+    GET /v1/freshness                      fresh held-out problems left, and why the next race is
+                                           postponed when too few are (`Freshness`); 404 without a race bank
     GET /v1/trajectories?since=CURSOR&limit=N[&agent=A][&miner=HOTKEY]
                                            the firehose: JSONL of canonical trajectory records,
                                            `X-Next-Cursor` to continue from (see `firehose`);
@@ -186,6 +188,17 @@ def weights(services: Services) -> Response:
         found = services.reader.weights()
         if found is None:
             raise not_found("no weights yet: they are set from the first complete race")
+        return _json(found)
+
+    return _answer(make)
+
+
+@public_router.get("/v1/freshness")
+def freshness(services: Services) -> Response:
+    def make() -> Response:
+        found = services.reader.freshness()
+        if found is None:
+            raise not_found("no race bank yet: the competition starts with `shoparena arena bank add`")
         return _json(found)
 
     return _answer(make)

@@ -31,11 +31,12 @@ from shoparena.arena.competition.models import Race, RaceResult, ValidatorScore,
 from shoparena.arena.db import writing
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.jobs.board import JobBoard
-from shoparena.arena.tables import JOBS, RACES, SUBMISSIONS
+from shoparena.arena.models import QualifyingStanding
 from shoparena.arena.tables import PROBLEM_RESULTS as PROBLEMS
 from shoparena.arena.tables import RACE_ENTRIES as ENTRIES
 from shoparena.arena.tables import RACE_EVENTS as EVENTS
 from shoparena.arena.tables import RACE_OUTCOMES as OUTCOMES
+from shoparena.arena.tables import RACES, SUBMISSIONS
 from shoparena.arena.tables import SUBMISSION_RESULTS as RESULTS
 from shoparena.arena.tables import WEIGHT_VECTORS as VECTORS
 
@@ -46,6 +47,11 @@ MAX_TICK_STEPS = 4
 
 class RaceError(ArenaError):
     """A race step that cannot happen now (wrong state, nothing to draw from): says what to do."""
+
+
+class RacePostponed(RaceError):
+    """Too few fresh held-out problems for the next race (issue 22): it waits, never racing stale ones;
+    the message says how many are left and how to add more."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ class RaceEngine:
         self.board = board or JobBoard(
             arena,
             clock=lambda: _as_datetime(self.clock()).timestamp(),
-            source=CompetitionJobSource(arena.dir, arena.config),
+            source=CompetitionJobSource(arena.dir, arena.config, arena.store.engine),
         )
         self._chain = chain
 
@@ -162,23 +168,17 @@ class RaceEngine:
         return {n.hotkey: n.uid for n in self.arena.metagraph.all(connection)}
 
     def qualifying_scores(self, connection: Connection) -> dict[str, float]:
-        """submission id → its qualifying score: the stake-weighted median of its validators' final
-        scores on its qualifying job (success rate × judge coefficient, strict)."""
-        stakes = self._stakes(connection)
-        rows = connection.execute(
-            select(RESULTS.c.submission_id, RESULTS.c.validator_hotkey, RESULTS.c.asr, RESULTS.c.coefficient)
-            .join(JOBS, JOBS.c.job_id == RESULTS.c.job_id)
-            .where(JOBS.c.kind == "qualifying")
-            .order_by(RESULTS.c.id)
-        ).all()
-        per: dict[str, list[tuple[float, float]]] = {}
-        for row in rows:
-            score = rules.final_score(row.asr, row.coefficient)
-            per.setdefault(row.submission_id, []).append((score, stakes.get(row.validator_hotkey, 0.0)))
-        return {
-            sid: rules.stake_weighted_median([s for s, _ in pairs], [w for _, w in pairs])
-            for sid, pairs in per.items()
-        }
+        """submission id → its qualifying score, for the submissions whose score stands: the
+        stake-weighted median of its validators' final scores on its qualifying job (success rate ×
+        judge coefficient, strict), once a quorum of validators has reported (`qualifying`)."""
+        standings = self.qualifying_standings(connection)
+        return {sid: found.score for sid, found in standings.items() if found.score is not None}
+
+    def qualifying_standings(self, connection: Connection) -> dict[str, QualifyingStanding]:
+        """submission id → its qualifying score (or None until the quorum) and the reports behind it."""
+        from shoparena.arena.competition.qualifying import qualifying_standings
+
+        return qualifying_standings(connection, self._stakes(connection), self.config)
 
     def qualifiers(self, connection: Connection | None = None) -> list[Qualifier]:
         """Each registered miner's latest qualified submission (score ≥ `qualify_threshold`)."""
@@ -212,20 +212,31 @@ class RaceEngine:
 
     def open_race(self, now: datetime | None = None, seed: str | None = None) -> RaceState:
         """Open the next race: store a fresh seed (secret until close), publish its commitment, draw the
-        problems from the held-out partition of the rotation in force now."""
+        problems from the fresh held-out problems of the rotation in force now — never from a leak
+        cluster an earlier race drew (`RacePostponed` when fewer than `race_problems` are left)."""
         from shoparena.arena.competition.bank import read_bank
-        from shoparena.arena.competition.pools import draw_race_problems, rotation_at
+        from shoparena.arena.competition.freshness import postponement, retired_clusters
+        from shoparena.arena.competition.pools import (
+            draw_race_problems,
+            fresh_heldout,
+            period_of,
+            rotation_at,
+        )
 
         now = self.now(now)
         seed = seed if seed is not None else rules.new_seed()
-        manifest = rotation_at(self.arena.dir, self.arena.config, now)
+        with self.engine.connect() as connection:
+            current = self.current(connection)
+            if current is not None and current.state not in CLOSED:
+                raise RaceError(f"race {current.race_id} is {current.state}; close it before opening another")
+            retired = retired_clusters(connection)
+        manifest = rotation_at(self.arena.dir, self.arena.config, now, retired=retired)
         bank = read_bank(self.arena.dir)
-        if not manifest.heldout_problem_ids:
-            raise RaceError(
-                f"rotation period {manifest.period} holds no held-out problems to race on; grow the race bank "
-                "first (`shoparena arena bank add --dir ARENA --n N`)"
-            )
-        draw = draw_race_problems(manifest, bank, seed, self.config.race_problems)
+        fresh = len(fresh_heldout(manifest, bank, retired))
+        if fresh < self.config.race_problems:
+            ends = period_of(self.arena.config, now)[2]
+            raise RacePostponed(postponement(fresh, self.config.race_problems, manifest.period, True, ends))
+        draw = draw_race_problems(manifest, bank, seed, self.config.race_problems, retired)
         cadence = timedelta(seconds=self.config.race_cadence_s)
         with writing(self.engine) as connection:
             current = self.current(connection)
@@ -257,7 +268,8 @@ class RaceEngine:
                 race_id,
                 "QUALIFYING_OPEN",
                 now,
-                f"{len(draw.problem_ids)} problems drawn from period {manifest.period}'s held-out partition",
+                f"{len(draw.problem_ids)} problems drawn from period {manifest.period}'s {fresh} fresh held-out "
+                "problems",
             )
             row = connection.execute(select(RACES).where(RACES.c.race_id == race_id)).one()
         return RaceState(row=row, state="QUALIFYING_OPEN")
@@ -679,7 +691,8 @@ class RaceEngine:
     def tick(self, now: datetime | None = None) -> list[str]:
         """Advance whatever is due at `now`: open the next race once the cadence allows, start it when its
         qualifying window ends, close it when every result is in or its deadline passed. Returns what
-        it did (e.g. ["opened race-00001"])."""
+        it did (e.g. ["opened race-00001"]); a race that cannot open for want of fresh problems is
+        postponed (the reason is what it did) and tried again at the next tick."""
         now = self.now(now)
         done: list[str] = []
         for _ in range(MAX_TICK_STEPS):
@@ -688,7 +701,12 @@ class RaceEngine:
                 cadence = timedelta(seconds=self.config.race_cadence_s)
                 if current is not None and now < current.row.opened_at + cadence:
                     break
-                opened = self.open_race(now)
+                try:
+                    opened = self.open_race(now)
+                except RacePostponed as exc:
+                    log.info("%s", exc)
+                    done.append(str(exc))
+                    break
                 done.append(f"opened {opened.race_id}")
             elif current.state == "QUALIFYING_OPEN":
                 if now < current.row.starts_at:

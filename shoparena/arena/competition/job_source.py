@@ -1,6 +1,7 @@
 """The competition as the job layer's `JobSource` (`arena.jobs.source`): the race bank's file says
 whether the competition is on, its problems are what qualifying and race jobs pin, and a submission's
-qualifying problems are drawn from the open partition of a rotation (`pools`).
+qualifying problems are drawn from the open partition of a rotation (`pools`), which never holds a
+retired (raced) leak cluster.
 
 The app, the race engine and the operator's view inject it into their `JobBoard`, so the gate never
 imports the competition.
@@ -13,7 +14,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
+from sqlalchemy import Engine
+
 from shoparena.arena.competition.bank import bank_path, read_bank
+from shoparena.arena.competition.freshness import retired_clusters
 from shoparena.arena.competition.models import RotationManifest
 from shoparena.arena.competition.pools import (
     frozen_periods,
@@ -28,11 +32,13 @@ from shoparena.problems.models import Problem
 
 
 class CompetitionJobSource:
-    """The qualifying and race problems of the arena in `arena_dir` (thread-safe)."""
+    """The qualifying and race problems of the arena in `arena_dir` (thread-safe); `database` is the
+    arena's (its races table says which leak clusters are retired when a rotation is frozen)."""
 
-    def __init__(self, arena_dir: Path, config: ArenaConfig):
+    def __init__(self, arena_dir: Path, config: ArenaConfig, database: Engine):
         self.arena_dir = Path(arena_dir)
         self.config = config
+        self.database = database
         self._lock = threading.Lock()
         self._rotations: dict[int, RotationManifest] = {}
 
@@ -74,6 +80,14 @@ class CompetitionJobSource:
         the first frozen period stands for its arrival, and such a submission qualifies on that one."""
         return max(period_of(self.config, submitted_at)[0], start)
 
+    def qualifying_validators(self, registered: int) -> int:
+        """The qualifying quorum (`qualifying.qualifying_quorum`), at most the validators there are: a
+        job never waits for a validator that does not exist."""
+        from shoparena.arena.competition.qualifying import qualifying_quorum
+
+        quorum, _single = qualifying_quorum(self.config.competition, registered)
+        return max(1, min(quorum, registered))
+
     def qualifying_problem_ids(self, submission_id: str, submitted_at: datetime, start: int) -> list[str]:
         """A submission's qualifying problems: the open partition of the rotation of its
         `qualifying_period`, drawn from its id, so every validator and every retry gets the same."""
@@ -81,7 +95,10 @@ class CompetitionJobSource:
         with self._lock:
             manifest = self._rotations.get(period)
         if manifest is None:
-            manifest = rotation_at(self.arena_dir, self.config, period_starts_at(self.config, period))
+            with self.database.connect() as connection:
+                retired = retired_clusters(connection)
+            at = period_starts_at(self.config, period)
+            manifest = rotation_at(self.arena_dir, self.config, at, retired=retired)
             with self._lock:
                 self._rotations[period] = manifest  # frozen once written: safe to keep
         problem_ids = qualifying_problems(

@@ -12,19 +12,26 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from shoparena.arena.models import QualifyingStanding
+
 RaceState = Literal["QUALIFYING_OPEN", "RACE_RUNNING", "RACE_COMPLETE", "CANCELLED"]
 RACE_STATES: tuple[str, ...] = ("QUALIFYING_OPEN", "RACE_RUNNING", "RACE_COMPLETE", "CANCELLED")
-ROTATION_SCHEMA = "shoparena.rotation/1"
+ROTATION_SCHEMA = "shoparena.rotation/2"
+ROTATION_SCHEMA_V1 = "shoparena.rotation/1"
+"""Manifests frozen before retirement (no `retired_*` lists); still read and verified as they are."""
 SEASON_SCHEMA = "shoparena.arena-season/1"
 
 
 class RotationManifest(BaseModel):
-    """One period of the race bank: which leak clusters are open (qualifying) and which are held out
-    (races). Frozen once written; `sha256` hashes its canonical JSON without `sha256` itself."""
+    """One period of the race bank: which leak clusters are open (qualifying), which are held out
+    (races) and which are retired (raced: public, never raced or qualified on again). Frozen once
+    written; `sha256` hashes its canonical JSON without `sha256` itself."""
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_: Literal["shoparena.rotation/1"] = Field(default=ROTATION_SCHEMA, alias="schema")
+    schema_: Literal["shoparena.rotation/1", "shoparena.rotation/2"] = Field(
+        default=ROTATION_SCHEMA, alias="schema"
+    )
     period: int = Field(ge=0)
     starts_at: datetime
     ends_at: datetime
@@ -33,6 +40,9 @@ class RotationManifest(BaseModel):
     heldout_clusters: list[str]
     open_problem_ids: list[str]
     heldout_problem_ids: list[str]
+    retired_clusters: list[str] = Field(default_factory=list)
+    """Clusters a race drew before this manifest was frozen (schema 2): on neither side, for good."""
+    retired_problem_ids: list[str] = Field(default_factory=list)
     sha256: str = ""
 
     @model_validator(mode="after")
@@ -41,6 +51,10 @@ class RotationManifest(BaseModel):
             raise ValueError("a leak cluster is both open and held out")
         if set(self.open_problem_ids) & set(self.heldout_problem_ids):
             raise ValueError("a problem is both open and held out")
+        if (set(self.open_clusters) | set(self.heldout_clusters)) & set(self.retired_clusters):
+            raise ValueError("a retired leak cluster is open or held out")
+        if self.schema_ == ROTATION_SCHEMA_V1 and (self.retired_clusters or self.retired_problem_ids):
+            raise ValueError(f"a {ROTATION_SCHEMA_V1} manifest has no retired clusters")
         return self
 
 
@@ -164,6 +178,9 @@ class AgentDetail(BaseModel):
     qualified: bool | None
     """None until its qualifying run is scored."""
     qualifying_score: float | None
+    """None until a quorum of validators has reported (see `qualifying`)."""
+    qualifying: QualifyingStanding | None = None
+    """The validators' reports behind the qualifying score (hotkey, stake, score) and its quorum."""
     race_scores: list[RaceResult] = Field(default_factory=list)
     by_bucket: list[BucketScore] = Field(default_factory=list)
     by_axis: dict[str, float] = Field(default_factory=dict)
@@ -173,6 +190,29 @@ class AgentDetail(BaseModel):
     incumbent: bool = False
     code_release_at: datetime | None = None
     """When its code becomes public: set once it has been crowned; None = never released."""
+
+
+class Freshness(BaseModel):
+    """The race bank's fresh held-out problems at one moment, and whether the next race can open."""
+
+    period: int = Field(ge=0)
+    """The rotation period in force."""
+    frozen: bool
+    """Its manifest is frozen (else these counts are a preview: problems added now still join it)."""
+    next_period_at: datetime
+    fresh_problems: int = Field(ge=0)
+    """Held-out problems whose leak cluster no race has drawn: what races may still draw this period."""
+    race_problems: int = Field(ge=1)
+    """What one race draws (`competition.race_problems`)."""
+    races_left: int = Field(ge=0)
+    """Races the fresh problems still fill."""
+    open_problems: int = Field(ge=0)
+    retired_problems: int = Field(ge=0)
+    """Bank problems in a leak cluster some race has drawn: public, never raced or qualified on again."""
+    bank_problems: int = Field(ge=0)
+    postponed: bool
+    reason: str | None = None
+    """Why the next race cannot open, and how to add problems (set when `postponed`)."""
 
 
 class CompetitionReader(Protocol):
@@ -189,4 +229,9 @@ class CompetitionReader(Protocol):
 
     def weights(self) -> WeightVector | None:
         """The latest consensus weights (None before the first complete race)."""
+        ...
+
+    def freshness(self) -> Freshness | None:
+        """The race bank's fresh held-out problems now, and why the next race waits if it must (None
+        before the arena has a race bank)."""
         ...

@@ -1,19 +1,28 @@
-"""Problem pools (SPEC §6, issue 13): the race bank's rotation into open and held-out partitions, and
-the draws of race and qualifying problems from them.
+"""Problem pools (SPEC §6, issues 13 and 22): the race bank's rotation into open, held-out and retired
+clusters, and the draws of race and qualifying problems from them.
+
+Freshness. A problem whose answer is public is never raced again: a race reveals its problems when it
+closes, and the firehose serves every qualifying trajectory as it is posted. So a leak cluster's side
+only ever moves one way — new → held out → retired, or new → open:
+- a cluster some race has drawn is **retired**: never raced, never qualified on again (it is public,
+  and may feed training corpora);
+- a cluster open in any frozen manifest stays open (qualifying runs have published it);
+- a cluster held out in any frozen manifest stays held out until a race draws it.
 
 Rotation. Periods count from the arena's `created_at` in steps of `competition.rotation_cadence_s`.
-The first call for a period partitions the bank's leak clusters — never its problems, so a cluster is
-wholly open or wholly held out — and freezes the result as `ARENA/rotations/period-NNNN.json`, a
-`RotationManifest` whose `sha256` hashes its canonical JSON. The partition is a pure function of
-(bank sha256, period): clusters are ordered by SHA-256 of `"{bank_sha256}:{period}:{cluster}"`,
-stratified by bucket (`cluster_order`), and the first `round(heldout_fraction × clusters)` (at least
-one, at most all but one) are held out. Anyone
-holding the bank can recompute it; problems added to the bank later in the period are not in that
-period's manifest (the next period takes them).
+The first call for a period freezes its manifest as `ARENA/rotations/period-NNNN.json`, a
+`RotationManifest` whose `sha256` hashes its canonical JSON. It partitions the bank's leak clusters —
+never its problems, so a cluster is wholly on one side: the retired ones (drawn by any race before the
+freeze) aside, the clusters the frozen manifests already placed keep their side, and the clusters no
+manifest has placed yet (problems added since) top the held-out side up to
+`round(heldout_fraction × live clusters)` in the seeded order — SHA-256 of
+`"{bank_sha256}:{period}:{cluster}"`, stratified by bucket (`cluster_order`) — the rest going open. A
+bank with no history gets exactly the old partition. Problems added to the bank later in the period are
+not in that period's manifest (the next period takes them).
 
-Draws. Open problems are what qualifying runs see; held-out ones are raced. A race draws its problems
-from the held-out partition with the race's seed, revealed at close: the held-out ids ordered by
-SHA-256 of `"{seed}:{problem_id}"` within their bucket and the buckets interleaved in proportion
+Draws. Open problems are what qualifying runs see; fresh held-out ones are raced. A race draws from the
+held-out problems whose cluster no earlier race drew, with the race's seed, revealed at close: ordered
+by SHA-256 of `"{seed}:{problem_id}"` within their bucket and the buckets interleaved in proportion
 (`stratified_order`), the first n. A qualifying run draws from the open partition the same way, keyed
 by the submission id (or takes the whole open partition).
 
@@ -28,6 +37,7 @@ import math
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -44,7 +54,7 @@ from shoparena.arena.competition.bank import (
     bank_path,
     read_bank,
 )
-from shoparena.arena.competition.models import RotationManifest
+from shoparena.arena.competition.models import ROTATION_SCHEMA_V1, RotationManifest
 from shoparena.arena.config import ArenaConfig
 from shoparena.problems.canonical import canonical_json
 
@@ -63,13 +73,16 @@ __all__ = [
     "cluster_bucket",
     "cluster_order",
     "draw_race_problems",
+    "fresh_heldout",
     "frozen_periods",
+    "frozen_sides",
     "heldout_count",
     "manifest_path",
     "manifest_sha256",
     "period_of",
     "period_starts_at",
     "plan_rotation",
+    "preview_rotation",
     "qualifying_problems",
     "read_bank",
     "read_manifest",
@@ -141,6 +154,9 @@ def manifest_sha256(manifest: RotationManifest) -> str:
     """SHA-256 of the manifest's canonical JSON (sorted keys, compact) with `sha256` left empty."""
     body = manifest.model_dump(mode="json", by_alias=True)
     body["sha256"] = ""
+    if manifest.schema_ == ROTATION_SCHEMA_V1:  # frozen before retirement: hashed without those lists
+        body.pop("retired_clusters", None)
+        body.pop("retired_problem_ids", None)
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
@@ -173,9 +189,18 @@ def cluster_order(bank: RaceBank, period: int) -> list[str]:
 
 
 def plan_rotation(
-    bank: RaceBank, period: int, starts_at: datetime, ends_at: datetime, heldout_fraction: float
+    bank: RaceBank,
+    period: int,
+    starts_at: datetime,
+    ends_at: datetime,
+    heldout_fraction: float,
+    *,
+    retired: Collection[str] = (),
+    placed: tuple[Collection[str], Collection[str]] = ((), ()),
 ) -> RotationManifest:
-    """The partition of `bank` for `period` (pure: same bank bytes and period, same manifest)."""
+    """The partition of `bank` for `period`: `retired` are the clusters races have drawn, `placed` the
+    (open, held-out) clusters of the manifests frozen before (`frozen_sides`). Pure: the same bank
+    bytes, period, retired and placed clusters give the same manifest."""
     clusters = bank.clusters()
     if len(clusters) < 2:
         what = "empty" if not clusters else f"one leak cluster ({next(iter(clusters))})"
@@ -183,8 +208,14 @@ def plan_rotation(
             f"{bank.path}: the race bank is {what}; a rotation needs at least two clusters (one open, one "
             "held out): add problems with `shoparena arena bank add`"
         )
-    heldout = set(cluster_order(bank, period)[: heldout_count(len(clusters), heldout_fraction)])
-    open_ = sorted(set(clusters) - heldout)
+    gone = set(retired) & set(clusters)
+    was_open = (set(placed[0]) & set(clusters)) - gone
+    kept = (set(placed[1]) & set(clusters)) - gone - was_open
+    live = len(clusters) - len(gone)
+    new = [c for c in cluster_order(bank, period) if c not in gone and c not in was_open and c not in kept]
+    wanted = heldout_count(live, heldout_fraction) if live >= 2 else live
+    heldout = kept | set(new[: max(0, wanted - len(kept))])
+    open_ = sorted(set(clusters) - gone - heldout)
     manifest = RotationManifest(
         period=period,
         starts_at=starts_at,
@@ -194,14 +225,17 @@ def plan_rotation(
         heldout_clusters=sorted(heldout),
         open_problem_ids=sorted(pid for c in open_ for pid in clusters[c]),
         heldout_problem_ids=sorted(pid for c in heldout for pid in clusters[c]),
+        retired_clusters=sorted(gone),
+        retired_problem_ids=sorted(pid for c in gone for pid in clusters[c]),
     )
     return manifest.model_copy(update={"sha256": manifest_sha256(manifest)})
 
 
 def verify_manifest(manifest: RotationManifest, bank: RaceBank | None = None) -> None:
     """Raise `RotationError` with the reason unless `manifest` is intact and guarded: its hash matches,
-    no cluster or problem is on both sides, neither side is empty; and, given the bank, the manifest's
-    problems are exactly the bank as of `bank_sha256`, every cluster wholly on one side."""
+    no cluster or problem is on two sides, and (schema 1, before retirement) neither side is empty;
+    and, given the bank, the manifest's problems are exactly the bank as of `bank_sha256`, every
+    cluster wholly on one side."""
     if manifest.sha256 != manifest_sha256(manifest):
         raise RotationError(
             f"period {manifest.period}: sha256 {manifest.sha256[:12] or '(empty)'}… does not match the "
@@ -214,8 +248,10 @@ def verify_manifest(manifest: RotationManifest, bank: RaceBank | None = None) ->
         ("heldout_clusters", manifest.heldout_clusters),
         ("open_problem_ids", manifest.open_problem_ids),
         ("heldout_problem_ids", manifest.heldout_problem_ids),
+        ("retired_clusters", manifest.retired_clusters),
+        ("retired_problem_ids", manifest.retired_problem_ids),
     ):
-        if not names:
+        if not names and manifest.schema_ == ROTATION_SCHEMA_V1 and not side.startswith("retired"):
             raise RotationError(f"period {manifest.period}: {side} is empty")
         if len(set(names)) != len(names):
             raise RotationError(f"period {manifest.period}: {side} lists an entry twice")
@@ -227,6 +263,20 @@ def verify_manifest(manifest: RotationManifest, bank: RaceBank | None = None) ->
         raise RotationError(
             f"period {manifest.period}: problems both open and held out: {sorted(shared)[:3]}"
         )
+    if not (manifest.open_clusters or manifest.heldout_clusters or manifest.retired_clusters):
+        raise RotationError(f"period {manifest.period}: no cluster on any side")
+    stale = (set(manifest.open_clusters) | set(manifest.heldout_clusters)) & set(manifest.retired_clusters)
+    if stale:
+        raise RotationError(
+            f"period {manifest.period}: retired clusters open or held out: {sorted(stale)[:3]}"
+        )
+    stale_ids = (set(manifest.open_problem_ids) | set(manifest.heldout_problem_ids)) & set(
+        manifest.retired_problem_ids
+    )
+    if stale_ids:
+        raise RotationError(
+            f"period {manifest.period}: retired problems open or held out: {sorted(stale_ids)[:3]}"
+        )
     if bank is None:
         return
     try:
@@ -236,14 +286,16 @@ def verify_manifest(manifest: RotationManifest, bank: RaceBank | None = None) ->
     sides = {
         **dict.fromkeys(manifest.open_problem_ids, "open"),
         **dict.fromkeys(manifest.heldout_problem_ids, "held out"),
+        **dict.fromkeys(manifest.retired_problem_ids, "retired"),
     }
     cluster_side = {
         **dict.fromkeys(manifest.open_clusters, "open"),
         **dict.fromkeys(manifest.heldout_clusters, "held out"),
+        **dict.fromkeys(manifest.retired_clusters, "retired"),
     }
     missing = sorted(set(as_of.cluster_of) - set(sides))
     if missing:
-        raise RotationError(f"period {manifest.period}: bank problems in neither partition: {missing[:3]}")
+        raise RotationError(f"period {manifest.period}: bank problems on no side: {missing[:3]}")
     extra = sorted(set(sides) - set(as_of.cluster_of))
     if extra:
         raise RotationError(
@@ -307,20 +359,60 @@ def _freeze(path: Path, manifest: RotationManifest) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def rotation_at(arena_dir: Path, config: ArenaConfig, at: datetime) -> RotationManifest:
-    """The rotation manifest of the period holding `at`: read from its frozen file (verified against its
-    hash and the bank), or, at the first call for that period, computed from the bank as it is now and
-    frozen."""
+def frozen_sides(arena_dir: Path, but: int | None = None) -> tuple[set[str], set[str]]:
+    """(open, held-out) clusters of every frozen manifest but period `but`'s: where the arena has placed
+    a cluster already. Open anywhere wins over held out elsewhere (a manifest frozen before retirement
+    rotated clusters both ways): once qualifying runs have published a cluster it is never raced."""
+    opened: set[str] = set()
+    held: set[str] = set()
+    for period in frozen_periods(arena_dir):
+        if period == but:
+            continue
+        manifest = read_manifest(manifest_path(arena_dir, period))
+        opened.update(manifest.open_clusters)
+        held.update(manifest.heldout_clusters)
+    return opened, held - opened
+
+
+def _plan(arena_dir: Path, config: ArenaConfig, at: datetime, retired: Iterable[str]) -> RotationManifest:
     period, starts_at, ends_at = period_of(config, at)
+    return plan_rotation(
+        read_bank(arena_dir),
+        period,
+        starts_at,
+        ends_at,
+        config.competition.heldout_fraction,
+        retired=set(retired),
+        placed=frozen_sides(arena_dir, but=period),
+    )
+
+
+def rotation_at(
+    arena_dir: Path, config: ArenaConfig, at: datetime, *, retired: Iterable[str]
+) -> RotationManifest:
+    """The rotation manifest of the period holding `at`: read from its frozen file (verified against its
+    hash and the bank), or, at the first call for that period, planned from the bank as it is now, the
+    manifests frozen before and `retired` (the clusters every race so far has drawn), and frozen."""
+    period, _starts_at, _ends_at = period_of(config, at)
     path = manifest_path(arena_dir, period)
-    bank = read_bank(arena_dir)
     if not path.exists():
-        planned = plan_rotation(bank, period, starts_at, ends_at, config.competition.heldout_fraction)
-        _freeze(path, planned)
-    manifest = read_manifest(path, bank)
+        _freeze(path, _plan(arena_dir, config, at, retired))
+    manifest = read_manifest(path, read_bank(arena_dir))
     if manifest.period != period:
         raise RotationError(f"{path}: holds period {manifest.period}, not {period}")
     return manifest
+
+
+def preview_rotation(
+    arena_dir: Path, config: ArenaConfig, at: datetime, *, retired: Iterable[str]
+) -> tuple[RotationManifest, bool]:
+    """(manifest, frozen): the frozen manifest of `at`'s period, else what `rotation_at` would freeze
+    now — looking freezes nothing."""
+    period, _starts_at, _ends_at = period_of(config, at)
+    path = manifest_path(arena_dir, period)
+    if path.exists():
+        return read_manifest(path, read_bank(arena_dir)), True
+    return _plan(arena_dir, config, at, retired), False
 
 
 # -- draws -------------------------------------------------------------------------------------------------
@@ -334,19 +426,34 @@ def _ordered(ids: list[str], salt: str, bank: RaceBank, manifest: RotationManife
     return stratified_order(ids, salt, {pid: by_id[pid].bucket or "unknown" for pid in ids})
 
 
-def draw_race_problems(manifest: RotationManifest, bank: RaceBank, seed: str, n: int) -> RaceDraw:
-    """The race's problems: the first `n` held-out ids (all of them when fewer) in `stratified_order`
-    salted with the seed — by SHA-256 of `"{seed}:{problem_id}"` within each bucket, buckets taken in
-    proportion; anyone with the revealed seed, the manifest and the bank gets the same."""
+def fresh_heldout(manifest: RotationManifest, bank: RaceBank, retired: Collection[str]) -> list[str]:
+    """The manifest's held-out problems whose leak cluster no race has drawn (`retired`): what a race may
+    still draw, in the manifest's order."""
+    gone = set(retired)
+    return [pid for pid in manifest.heldout_problem_ids if bank.cluster_of.get(pid) not in gone]
+
+
+def draw_race_problems(
+    manifest: RotationManifest, bank: RaceBank, seed: str, n: int, retired: Collection[str] = ()
+) -> RaceDraw:
+    """The race's problems: the first `n` fresh held-out ids (`fresh_heldout`: every cluster an earlier
+    race drew, `retired`, left out; all of them when fewer) in `stratified_order` salted with the seed —
+    by SHA-256 of `"{seed}:{problem_id}"` within each bucket, buckets taken in proportion; anyone with
+    the revealed seed, the manifest, the bank and the earlier races' clusters gets the same."""
     if n < 1:
         raise RotationError(f"a race needs at least one problem (n = {n})")
-    ids = _ordered(manifest.heldout_problem_ids, seed, bank, manifest)[:n]
+    ids = _ordered(fresh_heldout(manifest, bank, retired), seed, bank, manifest)[:n]
     heldout = set(manifest.heldout_clusters)
     clusters = {bank.cluster_of[pid] for pid in ids}
     leaked = sorted(clusters - heldout)
     if leaked:
         raise RotationError(
             f"period {manifest.period}: drawn problems belong to clusters that are not held out: {leaked[:3]}"
+        )
+    stale = sorted(clusters & set(retired))
+    if stale:
+        raise RotationError(
+            f"period {manifest.period}: drawn problems belong to retired clusters: {stale[:3]}"
         )
     return RaceDraw(problem_ids=ids, race_clusters=sorted(clusters))
 

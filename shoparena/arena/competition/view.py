@@ -27,6 +27,7 @@ from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.competition.models import (
     AgentDetail,
     BucketScore,
+    Freshness,
     LeaderboardEntry,
     Race,
     RaceResult,
@@ -165,6 +166,36 @@ class CompetitionView:
     def weights(self) -> WeightVector | None:
         return self.races_engine.latest_weights("consensus")
 
+    def freshness(self) -> Freshness | None:
+        """The race bank's fresh problems now (what the page `/` and `GET /v1/freshness` read).
+
+        Cached on the rotation period of now, the race bank file's identity, size and modification
+        time, the frozen periods and the version of the races table: the answer is computed from the
+        bank, the frozen manifests (never rewritten once frozen), the retired clusters (every row of
+        `races`) and the period, and from nothing else."""
+        from shoparena.arena.competition.bank import bank_path
+        from shoparena.arena.competition.freshness import freshness, retired_clusters
+        from shoparena.arena.competition.pools import frozen_periods, period_of
+
+        arena_dir = self.arena.dir
+        now = self.races_engine.now()
+        path = bank_path(arena_dir)
+
+        def settings() -> Hashable:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                return None
+            bank = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            return (period_of(self.arena.config, now)[0], bank, tuple(frozen_periods(arena_dir)))
+
+        def compute(connection: Connection) -> Freshness | None:
+            if not path.exists():
+                return None
+            return freshness(arena_dir, self.arena.config, now, retired_clusters(connection))
+
+        return self._read("freshness", settings, (RACES,), False, compute)
+
     # -- standings ---------------------------------------------------------------------------------
 
     def _qualifying_results(self, connection: Connection) -> dict[str, list]:
@@ -190,16 +221,17 @@ class CompetitionView:
         - the consensus weights: the newest `weight_vectors` row of source consensus;
         - the qualifiers (`RaceEngine.qualifiers`): qualifying results (`submission_results` joined to
           `jobs` for the job kind), validators' stakes and miners' roles and uids (`neurons`), each
-          submission's hotkey, admission and time (`submissions`), and `qualify_threshold`;
+          submission's hotkey, admission and time (`submissions`), `qualify_threshold` and the
+          qualifying quorum (`qualifying_quorum`, `qualifying_stake_share`);
         - success rates and judge coefficients: the same results; names: `submissions`.
         None of it reads the clock: no embargo, rotation or deadline enters the standings, and the
         crown changes only with a new `race_outcomes` row. A new row in any of these tables (a
         qualifying result, a job, a submission, a race entry or outcome, weights) or any change to a
         neuron's role, stake or uid changes the key."""
-        config = self.races_engine.config  # what `qualifiers` reads its threshold from
+        config = self.races_engine.config  # what `qualifiers` reads its threshold and quorum from
         answer = self._read(
             "leaderboard",
-            lambda: config.qualify_threshold,
+            lambda: (config.qualify_threshold, config.qualifying_quorum, config.qualifying_stake_share),
             LEADERBOARD_TABLES,
             True,
             lambda connection: tuple(self._leaderboard(connection)),
@@ -292,7 +324,7 @@ class CompetitionView:
         engine = self.races_engine
         crown_hotkey, crown_submission = engine.crown()
         with self.db.connect() as connection:
-            scores = engine.qualifying_scores(connection)
+            standing = engine.qualifying_standings(connection).get(submission_id)
             race_rows = connection.execute(
                 select(RACE_OUTCOMES.c.race)
                 .join(RACE_ENTRIES, RACE_ENTRIES.c.race_id == RACE_OUTCOMES.c.race_id)
@@ -319,7 +351,7 @@ class CompetitionView:
             buckets[problem.bucket or "unknown"].append(problem.success)
             if problem.judge_quality is not None:
                 judged[f"{problem.judge_quality:.1f}"] += 1
-        qualifying = scores.get(submission_id)
+        qualifying = standing.score if standing is not None else None
         neuron = self.arena.metagraph.get(view.miner_hotkey)
         return AgentDetail(
             submission_id=submission_id,
@@ -329,6 +361,7 @@ class CompetitionView:
             status=view.status,
             qualified=None if qualifying is None else qualifying >= self.config.qualify_threshold,
             qualifying_score=qualifying,
+            qualifying=standing,
             race_scores=race_scores,
             by_bucket=[
                 BucketScore(bucket=bucket, problems=len(hits), success_rate=sum(hits) / len(hits))
@@ -361,9 +394,11 @@ class CompetitionView:
 
 def recompute_draw(arena: Arena, race_id: str):
     """The race's problems recomputed from its revealed seed and its frozen rotation manifest, with the
-    race bank as it was then: (race, draw, matches). Refused while the seed is still secret."""
+    race bank as it was then and the clusters the races before it drew (retired): (race, draw,
+    matches). Refused while the seed is still secret."""
     from shoparena.arena.competition.bank import read_bank
     from shoparena.arena.competition.engine import RaceError
+    from shoparena.arena.competition.freshness import retired_clusters
     from shoparena.arena.competition.pools import draw_race_problems, manifest_path, read_manifest
 
     race = CompetitionView(arena).race(race_id)
@@ -383,7 +418,9 @@ def recompute_draw(arena: Arena, race_id: str):
             f"race {race_id} was drawn from rotation {race.rotation_sha256[:12]}…, but the frozen manifest of "
             f"period {race.rotation_period} on disk is {manifest.sha256[:12]}…: the rotation file was replaced"
         )
+    with arena.store.engine.connect() as connection:
+        retired = retired_clusters(connection, before_race=race_id)  # public: every earlier race is closed
     draw = draw_race_problems(
-        manifest, bank.as_of(manifest.bank_sha256), race.seed, len(race.problem_ids or []) or 1
+        manifest, bank.as_of(manifest.bank_sha256), race.seed, len(race.problem_ids or []) or 1, retired
     )
     return race, draw, draw.problem_ids == race.problem_ids and draw.race_clusters == race.race_clusters

@@ -79,11 +79,20 @@ class JobBoard:
 
     # -- claiming ----------------------------------------------------------------------------------
 
+    def wanted(self, connection: Connection, competition: bool) -> int:
+        """Validators each evaluation needs: `validators_per_submission`, and under the competition at
+        least its qualifying quorum (no single validator decides a qualifying score)."""
+        wanted = self.policy.validators_per_submission
+        if competition and self.source is not None:
+            registered = sum(1 for n in self.arena.metagraph.all(connection) if n.role == "validator")
+            wanted = max(wanted, self.source.qualifying_validators(registered))
+        return wanted
+
     def candidates(
         self, connection: Connection, competition: bool, limit: int | None = queue.CANDIDATES_PER_CLAIM
     ):
-        """`queue.candidates` under this arena's `validators_per_submission`."""
-        return queue.candidates(connection, self.policy.validators_per_submission, competition, limit)
+        """`queue.candidates` under this arena's `wanted` validators per evaluation."""
+        return queue.candidates(connection, self.wanted(connection, competition), competition, limit)
 
     def _pick(
         self,
@@ -112,9 +121,10 @@ class JobBoard:
                 problem_ids = source.qualifying_problem_ids(submission_id, candidate.created_at, start)
                 return self.specs.spec("qualifying", submission_id, problem_ids, fingerprint)
 
-        for candidate in self.candidates(connection, source is not None):
+        wanted = self.wanted(connection, source is not None)
+        for candidate in queue.candidates(connection, wanted, source is not None):
             spec = spec_of(candidate)
-            if queue.has_room(connection, spec.job_id, hotkey, now, self.policy.validators_per_submission):
+            if queue.has_room(connection, spec.job_id, hotkey, now, wanted):
                 return candidate, spec
         return None
 

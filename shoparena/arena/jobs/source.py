@@ -33,3 +33,8 @@ class JobSource(Protocol):
     def qualifying_problem_ids(self, submission_id: str, submitted_at: datetime, start: int) -> list[str]:
         """The race problems a submission qualifies on: the same for every validator and every retry."""
         ...
+
+    def qualifying_validators(self, registered: int) -> int:
+        """How many validators the competition needs on each qualifying job, `registered` being how many
+        are registered (its qualifying quorum: no single validator decides a qualifying score)."""
+        ...

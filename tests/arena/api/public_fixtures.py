@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from shoparena.arena.competition.models import (
     AgentDetail,
     BucketScore,
+    Freshness,
     LeaderboardEntry,
     Race,
     RaceResult,
@@ -34,6 +35,7 @@ class MemoryCompetition:
         self.race_list: list[Race] = []
         self.agents: dict[str, AgentDetail] = {}
         self.weight: WeightVector | None = None
+        self.fresh: Freshness | None = None
         self.asked_limits: list[int] = []
 
     def leaderboard(self) -> list[LeaderboardEntry]:
@@ -51,6 +53,9 @@ class MemoryCompetition:
 
     def weights(self) -> WeightVector | None:
         return self.weight
+
+    def freshness(self) -> Freshness | None:
+        return self.fresh
 
 
 def commitment(seed: str) -> str:

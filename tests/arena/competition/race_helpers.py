@@ -46,7 +46,9 @@ class Racing:
         self.validators = validators
         self.records = {record.problem.problem_id: record for record in records}
         self.clock = SimClock()
-        self.board = JobBoard(arena, clock=self.clock, source=CompetitionJobSource(arena.dir, arena.config))
+        self.board = JobBoard(
+            arena, clock=self.clock, source=CompetitionJobSource(arena.dir, arena.config, arena.store.engine)
+        )
         self.intake = ResultIntake(self.board)
         self.code = BENIGN_AGENT.read_text()
 
@@ -154,6 +156,7 @@ def make_racing(
             "qualifying_problems": 2,
             "qualify_threshold": 0.0,
             "race_cadence_s": 3600,
+            "heldout_fraction": 0.75,  # 6 of the 8 clusters: three 2-problem races before the bank runs dry
             **competition,
         },
     )

@@ -55,8 +55,9 @@ def test_real_validators_qualify_and_race_two_miners(
         server = server_factory(racing.arena)
         submissions = [submit(server, miner) for miner in racing.miners]
         qualifying = run_all(server, racing.validators, small_catalog_dir)
-        assert sorted(r.submission_id for r in qualifying) == sorted(submissions)
-        assert [r.problems for r in qualifying] == [1, 1]  # qualifying_problems of the open partition
+        # the qualifying quorum: both validators evaluate each submission's qualifying run
+        assert sorted(r.submission_id for r in qualifying) == sorted(submissions * 2)
+        assert [r.problems for r in qualifying] == [1] * 4  # qualifying_problems of the open partition
 
         chain = Recorder()
         engine = RaceEngine(racing.arena, chain=chain)

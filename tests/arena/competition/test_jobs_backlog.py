@@ -100,6 +100,7 @@ def make_backlog(tmp_path, catalog, job_bank, race_bank, records, store=None, **
             "qualify_threshold": 0.0,
             "race_cadence_s": 3600,
             "rotation_cadence_s": CADENCE_S,
+            "qualifying_quorum": 1,  # one validator a qualifying job: the quorum is test_qualifying_quorum's
             **competition,
         },
     )

@@ -169,7 +169,7 @@ def test_an_absent_bank_is_empty(arena_dir):
 def test_rotation_is_frozen_and_recomputes_identically(bank_arena, tmp_path):
     config = read_config(bank_arena)
     at = CREATED + timedelta(seconds=10)
-    manifest = rotation_at(bank_arena, config, at)
+    manifest = rotation_at(bank_arena, config, at, retired=())
     path = manifest_path(bank_arena, 0)
     assert path.name == "period-0000.json" and path.exists()
     assert manifest.period == 0 and manifest.starts_at == CREATED
@@ -179,39 +179,69 @@ def test_rotation_is_frozen_and_recomputes_identically(bank_arena, tmp_path):
     bank = read_bank(bank_arena)
     held_buckets = Counter(bank.by_id[bank.clusters()[c][0]].bucket for c in manifest.heldout_clusters)
     assert sorted(held_buckets.values()) == [1, 2, 2]  # 4 clusters a bucket, 5 held out: stratified
-    assert rotation_at(bank_arena, config, CREATED + timedelta(seconds=CADENCE_S - 1)) == manifest
+    assert rotation_at(bank_arena, config, CREATED + timedelta(seconds=CADENCE_S - 1), retired=()) == manifest
     frozen = path.read_bytes()
     # Anyone with the same bank recomputes the same manifest, byte for byte.
     other = tmp_path / "other"
     shutil.copytree(bank_arena, other)
     shutil.rmtree(other / "rotations")
-    assert rotation_at(other, config, at) == manifest
+    assert rotation_at(other, config, at, retired=()) == manifest
     assert manifest_path(other, 0).read_bytes() == frozen
-    following = rotation_at(bank_arena, config, CREATED + timedelta(seconds=CADENCE_S))
+    following = rotation_at(bank_arena, config, CREATED + timedelta(seconds=CADENCE_S), retired=())
     assert following.period == 1 and manifest_path(bank_arena, 1).exists()
-    assert following.heldout_clusters != manifest.heldout_clusters  # a new period re-partitions
+    # freshness: a cluster keeps its side (open ones were published by qualifying runs)
+    assert (following.open_clusters, following.heldout_clusters) == (
+        manifest.open_clusters,
+        manifest.heldout_clusters,
+    )
+
+
+def test_retired_clusters_never_come_back_and_new_ones_top_the_held_out_side_up(bank_arena):
+    config = read_config(bank_arena)
+    first = rotation_at(bank_arena, config, CREATED, retired=())
+    raced = set(first.heldout_clusters[:3])
+    bank = read_bank(bank_arena)
+    # within the period, a draw never takes a raced cluster again
+    draw = draw_race_problems(first, bank, "seed", 100, retired=raced)
+    assert not set(draw.race_clusters) & raced and len(draw.race_clusters) == 2
+    second = rotation_at(bank_arena, config, CREATED + timedelta(seconds=CADENCE_S), retired=raced)
+    assert second.schema_ == "shoparena.rotation/2"
+    assert set(second.retired_clusters) == raced
+    assert not raced & set(second.open_clusters + second.heldout_clusters)
+    assert set(second.heldout_clusters) == set(first.heldout_clusters) - raced
+    assert second.open_clusters == first.open_clusters  # open stays open, never held out
+    verify_manifest(second, bank)
+    # problems added later: new clusters top the held-out side up to round(0.4 × live clusters)
+    add_to_bank(bank_arena, 6, 99)
+    bank = read_bank(bank_arena)
+    third = rotation_at(bank_arena, config, CREATED + timedelta(seconds=2 * CADENCE_S), retired=raced)
+    live = len(bank.clusters()) - len(raced)
+    assert len(third.heldout_clusters) == round(0.4 * live)
+    assert set(second.heldout_clusters) <= set(third.heldout_clusters)
+    assert set(second.open_clusters) <= set(third.open_clusters)
+    verify_manifest(third, bank)
 
 
 def test_the_first_writer_of_a_period_wins(bank_arena):
     config = read_config(bank_arena)
     at = CREATED + timedelta(hours=5, minutes=1)
-    manifests = parallel(8, lambda i: rotation_at(bank_arena, config, at))
+    manifests = parallel(8, lambda i: rotation_at(bank_arena, config, at, retired=()))
     assert all(m == manifests[0] for m in manifests) and manifests[0].period == 5
     assert [p.name for p in (bank_arena / "rotations").iterdir()] == ["period-0005.json"]
 
 
 def test_problems_added_mid_period_wait_for_the_next(bank_arena):
     config = read_config(bank_arena)
-    before = rotation_at(bank_arena, config, CREATED + timedelta(minutes=5))
+    before = rotation_at(bank_arena, config, CREATED + timedelta(minutes=5), retired=())
     report = add_to_bank(bank_arena, 6, 99)
     assert report.added > 0
     bank = read_bank(bank_arena)
     new_ids = {p.problem_id for p in bank.problems[bank.size - report.added :]}
-    during = rotation_at(bank_arena, config, CREATED + timedelta(minutes=50))
+    during = rotation_at(bank_arena, config, CREATED + timedelta(minutes=50), retired=())
     assert during == before
     assert not new_ids & set(during.open_problem_ids + during.heldout_problem_ids)
     verify_manifest(during, bank)  # checked against the bank as of its sha256, a prefix of today's
-    after = rotation_at(bank_arena, config, CREATED + timedelta(minutes=70))
+    after = rotation_at(bank_arena, config, CREATED + timedelta(minutes=70), retired=())
     assert after.bank_sha256 == bank.sha256
     assert new_ids <= set(after.open_problem_ids + after.heldout_problem_ids)
 
@@ -219,14 +249,14 @@ def test_problems_added_mid_period_wait_for_the_next(bank_arena):
 def test_a_tampered_manifest_is_an_error_naming_its_file(bank_arena):
     config = read_config(bank_arena)
     at = CREATED + timedelta(seconds=1)
-    manifest = rotation_at(bank_arena, config, at)
+    manifest = rotation_at(bank_arena, config, at, retired=())
     path = manifest_path(bank_arena, 0)
     data = orjson.loads(path.read_bytes())
     moved = data["open_clusters"].pop()
     data["heldout_clusters"].append(moved)
     path.write_bytes(orjson.dumps(data))
     with pytest.raises(RotationError, match=r"period-0000\.json: .*changed after it was frozen"):
-        rotation_at(bank_arena, config, at)
+        rotation_at(bank_arena, config, at, retired=())
     # Re-hashed after moving the cluster alone: its problems are still open, so the cluster is split.
     rehashed = manifest.model_copy(
         update={
@@ -237,33 +267,33 @@ def test_a_tampered_manifest_is_an_error_naming_its_file(bank_arena):
     rehashed = rehashed.model_copy(update={"sha256": manifest_sha256(rehashed)})
     path.write_bytes(orjson.dumps(rehashed.model_dump(mode="json", by_alias=True)))
     with pytest.raises(RotationError, match=r"period-0000\.json: .*the cluster is split"):
-        rotation_at(bank_arena, config, at)
+        rotation_at(bank_arena, config, at, retired=())
     path.write_bytes(b"{not json")
     with pytest.raises(RotationError, match=r"period-0000\.json: not a rotation manifest"):
-        rotation_at(bank_arena, config, at)
+        rotation_at(bank_arena, config, at, retired=())
 
 
 def test_a_rewritten_bank_breaks_its_frozen_rotation(bank_arena):
     config = read_config(bank_arena)
-    rotation_at(bank_arena, config, CREATED)
+    rotation_at(bank_arena, config, CREATED, retired=())
     bank_file = bank_arena / "race_bank.jsonl"
     bank_file.write_bytes(b"".join(bank_file.read_bytes().splitlines(keepends=True)[1:]))
     with pytest.raises(RotationError, match="append-only"):
-        rotation_at(bank_arena, config, CREATED)
+        rotation_at(bank_arena, config, CREATED, retired=())
 
 
 def test_rotation_refuses_what_it_cannot_partition(arena_dir):
     config = read_config(arena_dir)
     with pytest.raises(RotationError, match="race bank is empty"):
-        rotation_at(arena_dir, config, CREATED)
+        rotation_at(arena_dir, config, CREATED, retired=())
     add_to_bank(arena_dir, 1, 8, variants=3)  # one task in three wordings: one leak cluster
     assert read_bank(arena_dir).size == 3
     with pytest.raises(RotationError, match="one leak cluster"):
-        rotation_at(arena_dir, config, CREATED)
+        rotation_at(arena_dir, config, CREATED, retired=())
     with pytest.raises(RotationError, match="no time zone"):
-        rotation_at(arena_dir, config, datetime(2026, 11, 3))
+        rotation_at(arena_dir, config, datetime(2026, 11, 3), retired=())
     with pytest.raises(RotationError, match="before the arena was created"):
-        rotation_at(arena_dir, config, CREATED - timedelta(seconds=1))
+        rotation_at(arena_dir, config, CREATED - timedelta(seconds=1), retired=())
     assert not (arena_dir / "rotations").exists() or not list((arena_dir / "rotations").iterdir())
 
 
@@ -281,7 +311,7 @@ def recompute_draw(ids: list[str], bucket_of: dict[str, str], seed: str) -> list
 
 def test_race_draw_is_recomputable_from_the_revealed_seed(bank_arena):
     config = read_config(bank_arena)
-    manifest = rotation_at(bank_arena, config, CREATED)
+    manifest = rotation_at(bank_arena, config, CREATED, retired=())
     bank = read_bank(bank_arena)
     seed = "race-7:3f9a"
     draw = draw_race_problems(manifest, bank, seed, 4)
@@ -303,7 +333,7 @@ def test_race_draw_is_recomputable_from_the_revealed_seed(bank_arena):
 
 def test_qualifying_draws_from_the_open_partition(bank_arena):
     config = read_config(bank_arena)
-    manifest = rotation_at(bank_arena, config, CREATED)
+    manifest = rotation_at(bank_arena, config, CREATED, retired=())
     bank = read_bank(bank_arena)
     assert qualifying_problems(manifest, bank, "sub-1", None) == manifest.open_problem_ids
     first = qualifying_problems(manifest, bank, "sub-1", 5)
@@ -314,6 +344,23 @@ def test_qualifying_draws_from_the_open_partition(bank_arena):
 
 
 def test_a_draw_from_a_manifest_the_bank_does_not_hold_is_refused(bank_arena, arena_dir):
-    manifest = rotation_at(bank_arena, read_config(bank_arena), CREATED)
+    manifest = rotation_at(bank_arena, read_config(bank_arena), CREATED, retired=())
     with pytest.raises(RotationError, match="not in the race bank"):
         draw_race_problems(manifest, read_bank(arena_dir), "seed", 3)
+
+
+def test_a_manifest_frozen_before_retirement_still_reads(bank_arena):
+    """Schema 1 (no retired lists) is hashed without them, as it was frozen."""
+    from shoparena.arena.competition.models import RotationManifest
+    from shoparena.arena.competition.pools import read_manifest
+
+    config = read_config(bank_arena)
+    rotation_at(bank_arena, config, CREATED, retired=())
+    data = orjson.loads(manifest_path(bank_arena, 0).read_bytes())
+    data["schema"] = "shoparena.rotation/1"
+    del data["retired_clusters"], data["retired_problem_ids"]
+    old = RotationManifest.model_validate(data)
+    data["sha256"] = manifest_sha256(old)
+    path = manifest_path(bank_arena, 0)
+    path.write_bytes(orjson.dumps(data))
+    assert read_manifest(path, read_bank(bank_arena)).schema_ == "shoparena.rotation/1"

@@ -48,7 +48,7 @@ def test_bank_add_and_show(arena_dir):  # noqa: F811
     assert not manifest_path(arena_dir, 0).exists()
     assert rotation["open_problems"] + rotation["heldout_problems"] == bank.size
 
-    manifest = rotation_at(arena_dir, read_config(arena_dir), CREATED)
+    manifest = rotation_at(arena_dir, read_config(arena_dir), CREATED, retired=())
     frozen = orjson.loads(invoke("arena", "bank", "show", "--dir", arena_dir, "--at", at, "--json").stdout)
     assert frozen["rotation"]["frozen"] is True and frozen["rotation"]["sha256"] == manifest.sha256
     text = invoke("arena", "bank", "show", "--dir", arena_dir, "--at", at)

@@ -112,3 +112,44 @@ def test_draws_are_deterministic_subsets_of_their_partition(clusters, period, se
     assert len(qualifying) == min(n, len(manifest.open_problem_ids))
     assert qualifying_problems(manifest, bank, seed, n) == qualifying
     assert_proportional(qualifying, manifest.open_problem_ids, bucket_of)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    clusters=assignments,
+    steps=st.lists(
+        st.tuples(st.lists(st.integers(0, 60), max_size=12), st.integers(0, 4), st.text(max_size=8)),
+        min_size=1,
+        max_size=6,
+    ),
+    fraction=fractions,
+)
+def test_sides_only_move_one_way_and_no_raced_cluster_is_drawn_again(clusters, steps, fraction):
+    """Period after period — the bank growing, races drawing — a cluster goes new → held out → retired
+    or new → open, never back: no draw takes a cluster an earlier race took, no open cluster is ever
+    held out, no retired one open or held out."""
+    retired: set[str] = set()
+    opened: set[str] = set()
+    held: set[str] = set()
+    size = len(clusters)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        write_bank(directory, clusters)
+        for period, (growth, races, seed) in enumerate(steps):
+            bank = read_bank(directory)
+            manifest = plan_rotation(
+                bank, period, START, END, fraction, retired=retired, placed=(opened, held - opened)
+            )
+            verify_manifest(manifest, bank)
+            assert not set(manifest.heldout_clusters) & (opened | retired)
+            assert not set(manifest.open_clusters) & retired
+            assert (held - retired) <= set(manifest.heldout_clusters)
+            assert opened <= set(manifest.open_clusters)
+            opened |= set(manifest.open_clusters)
+            held |= set(manifest.heldout_clusters)
+            for race in range(races):
+                draw = draw_race_problems(manifest, bank, f"{seed}:{race}", 2, retired)
+                assert not set(draw.race_clusters) & retired
+                retired |= set(draw.race_clusters)
+            write_bank(directory, growth, start=size)
+            size += len(growth)

@@ -116,7 +116,10 @@ def index(services: Services) -> HTMLResponse:
         entries = services.reader.leaderboard()
         races: list[Race] = [sealed(race) for race in services.reader.races(RECENT_RACES)]
         incumbent = next((entry for entry in entries if entry.incumbent), None)
-        return render(services, "index.html", entries=entries, incumbent=incumbent, races=races, bar=bar)
+        fresh = services.reader.freshness()
+        return render(
+            services, "index.html", entries=entries, incumbent=incumbent, races=races, bar=bar, fresh=fresh
+        )
 
     return guarded(services, make)
 
