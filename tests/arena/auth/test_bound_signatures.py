@@ -5,7 +5,10 @@ when the body fits both."""
 from __future__ import annotations
 
 import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from shoparena.arena.participants.client import ArenaClient
 from tests.arena.job_helpers import BENIGN_AGENT, client, submit
 
 
@@ -35,3 +38,16 @@ def test_a_request_replayed_with_another_method_or_query_is_refused(server, mine
     queried = server.http.get("/v1/miner/submissions?limit=1", headers=captured)
     assert (queried.status_code, queried.json()["reason"]) == (401, "signature"), queried.text
     assert server.http.get("/v1/miner/submissions", headers=captured).status_code == 200
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    tail=st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), max_size=24),
+    query=st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), max_size=24),
+)
+def test_client_and_server_agree_on_any_target(server, miner, tail, query):
+    """Whatever path and query a caller asks for, the target `ArenaClient` signs (as httpx encodes it)
+    is the target the server rebuilds: never a 401 `signature`, only the route's own answer."""
+    with ArenaClient(server.url, miner.keypair, clock=server.clock) as arena:
+        response = arena.request("GET", f"/v1/miner/submissions/{tail}?{query}")
+    assert response.status_code != 401, (tail, query, response.text)
