@@ -5,8 +5,10 @@
         --pg postgresql://postgres@127.0.0.1:5432/postgres         # Redis nonces, PostgreSQL state
 
 What is timed:
-- sr25519 verification of one request's signature (the server's `Keypair(ss58).verify` over
-  `hotkey:timestamp:nonce:sha256(body)`, body 1 KiB), and the client's signing, one core.
+- sr25519 verification of one request's signature (the server's `Keypair(ss58).verify` over the
+  version-2 message `shoparena-sig-v2\nMETHOD\ntarget\nhotkey:timestamp:nonce:sha256(body)`, body
+  1 KiB), and the client's signing, one core; beside it, in the same loop, the same operations over the
+  version-1 message `hotkey:timestamp:nonce:sha256(body)` that signed no method or target (issue 22).
 - signed submissions: `--miners` registered hotkeys (one submission each: the cooldown allows no more),
   sent by 50 concurrent clients; latency per request, then a check that every 202 is in the ledger
   with its code stored (nothing lost). Admission is whatever `shoparena.admission` holds.
@@ -47,7 +49,7 @@ from rich.table import Table
 from bench.common import percentiles
 from shoparena.arena import init_arena, open_arena
 from shoparena.arena.auth.keys import keypair_from_seed, new_key_file, public_keypair
-from shoparena.arena.auth.signing import body_sha256, signed_headers, signing_message
+from shoparena.arena.auth.signing import body_sha256, request_target, signed_headers, signing_message
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
@@ -63,29 +65,39 @@ def agent_main(problem_data):
 '''
 
 
+def version1_message(hotkey: str, timestamp: str, nonce: str, body_digest: str) -> bytes:
+    """What version 1 signed (no method, no target): kept here only to compare costs."""
+    return f"{hotkey}:{timestamp}:{nonce}:{body_digest}".encode()
+
+
+TARGET = "/v1/miner/submissions/0123456789abcdef0123456789abcdef"
+
+
 def verification(n: int) -> dict:
+    """Both message versions timed in one loop, alternating, over the same key and body."""
     keypair = keypair_from_seed(new_key_file().secret_seed)
+    hotkey = keypair.ss58_address
     body = os.urandom(1024)
-    signs, verifies, full = [], [], []
-    for i in range(n):
-        message = signing_message(keypair.ss58_address, str(1_700_000_000 + i), f"n{i}", body_sha256(body))
-        started = time.perf_counter()
-        signature = keypair.sign(message)
-        signs.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        assert public_keypair(keypair.ss58_address).verify(message, signature)
-        verifies.append(time.perf_counter() - started)
-        started = time.perf_counter()  # what the server does per request: hash the body, rebuild, verify
-        digest = body_sha256(body)
-        assert public_keypair(keypair.ss58_address).verify(
-            signing_message(keypair.ss58_address, str(1_700_000_000 + i), f"n{i}", digest), signature
-        )
-        full.append(time.perf_counter() - started)
-    return {
-        "sign": percentiles(signs),
-        "verify": percentiles(verifies),
-        "hash+verify (1 KiB)": percentiles(full),
+    times: dict[str, list[float]] = {}
+    messages = {
+        "v1": lambda i, digest: version1_message(hotkey, str(1_700_000_000 + i), f"n{i}", digest),
+        "v2": lambda i, digest: signing_message(
+            "GET", request_target(TARGET), hotkey, str(1_700_000_000 + i), f"n{i}", digest
+        ),
     }
+    for i in range(n):
+        for version, message_of in messages.items():
+            message = message_of(i, body_sha256(body))
+            started = time.perf_counter()
+            signature = keypair.sign(message)
+            times.setdefault(f"sign {version}", []).append(time.perf_counter() - started)
+            started = time.perf_counter()
+            assert public_keypair(hotkey).verify(message, signature)
+            times.setdefault(f"verify {version}", []).append(time.perf_counter() - started)
+            started = time.perf_counter()  # what the server does per request: hash, rebuild, verify
+            assert public_keypair(hotkey).verify(message_of(i, body_sha256(body)), signature)
+            times.setdefault(f"hash+verify (1 KiB) {version}", []).append(time.perf_counter() - started)
+    return {name: percentiles(values) for name, values in sorted(times.items())}
 
 
 def free_port() -> int:
@@ -156,7 +168,7 @@ async def submissions(port: int, keys: list, concurrency: int) -> tuple[list[flo
         while not queue.empty():
             i, key = queue.get_nowait()
             body = orjson.dumps({"name": f"bench-{i}", "code": (AGENT + f"# miner {i}\n".encode()).decode()})
-            headers = signed_headers(key, body)
+            headers = signed_headers(key, "POST", "/v1/miner/submit", body)
             started = time.perf_counter()
             status, content = await connection.request("POST", "/v1/miner/submit", headers, body)
             latencies.append(time.perf_counter() - started)
@@ -179,7 +191,7 @@ async def status_reads(port: int, owners: list, ids: dict, concurrency: int, sec
     async def worker(connection: Connection, key) -> None:
         path = f"/v1/miner/submissions/{ids[key.ss58_address]}"
         while time.perf_counter() < stop:
-            headers = signed_headers(key, b"")
+            headers = signed_headers(key, "GET", path, b"")
             started = time.perf_counter()
             status, content = await connection.request("GET", path, headers)
             latencies.append(time.perf_counter() - started)

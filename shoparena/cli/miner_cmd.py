@@ -34,8 +34,9 @@ HINTS = {
     "skew": "your clock and the arena's differ by more than the allowed skew; sync the clock (NTP) and retry",
     "replay": "the arena has seen this request's nonce already; retry (each request gets a fresh nonce)",
     "signature": "the signature did not verify: the key does not belong to that hotkey, or something altered "
-    "the request on the way (a proxy rewriting the body?)",
-    "bad_headers": "the request's signature headers were malformed; is the client up to date?",
+    "the request on the way (a proxy rewriting the body or the path?)",
+    "bad_headers": "the request's signature headers were malformed or of another signing version; is the "
+    "client up to date?",
 }
 REGISTER = {
     "miner": "shoparena arena register --dir ARENA --hotkey {hotkey} --role miner",

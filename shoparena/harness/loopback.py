@@ -98,11 +98,12 @@ class ServerThread:
 class AppThread:
     """`app` served on `host:port` (port 0: a free one) while started; a context manager.
 
-    `url` is `http://HOST:PORT` once started (loopback for a wildcard HOST). uvicorn options (log_level, access_log, …) pass through.
+    `url` is `http://HOST:PORT` once started (loopback for a wildcard HOST). uvicorn options (log_level, access_log, …) pass through;
+    `http` may be "h11" (the default) or a subclass of uvicorn's h11 protocol (the arena's guarded one), never httptools.
     """
 
-    FIXED: ClassVar[dict[str, str]] = {"lifespan": "off", "http": "h11"}
-    """Always so: no lifespan events, and h11 (bounded request heads), whatever the options say."""
+    FIXED: ClassVar[dict[str, str]] = {"lifespan": "off"}
+    """Always so: no lifespan events, whatever the options say."""
 
     def __init__(
         self, app: Any, host: str = "127.0.0.1", port: int = 0, *, name: str = "app", **options: Any
@@ -138,7 +139,12 @@ class AppThread:
             sock.close()
             raise OSError(f"{self.name}: cannot listen on {self.host}:{self.port}: {exc}") from None
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, **self.FIXED, backlog=BACKLOG, **self.options)
+        options = {**self.options, "http": self.options.get("http", "h11")}
+        if isinstance(options["http"], str) and options["http"] != "h11":
+            raise ValueError(
+                f"{self.name}: HTTP is parsed by h11 (or a subclass of its protocol), not {options['http']}"
+            )
+        config = uvicorn.Config(self.app, **self.FIXED, backlog=BACKLOG, **options)
         _quiet_cancellations()  # after Config: it (re)configures uvicorn's loggers
         self._running = ServerThread.start(
             config,

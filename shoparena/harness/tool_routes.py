@@ -18,8 +18,10 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shoparena.harness import jsontext
 from shoparena.harness.tool_session import SessionHost, ToolSession
@@ -80,12 +82,17 @@ def tool_server_of(request: Request) -> SessionHost:
     return request.app.state.tool_server
 
 
+def session_token(headers: Headers) -> str | None:
+    """The token a request carries: `Authorization: Bearer TOKEN`, else `X-Session: TOKEN`."""
+    header = headers.get("authorization", "")
+    return header[7:].strip() if header[:7].lower() == "bearer " else headers.get("x-session")
+
+
 async def current_session(request: Request) -> ToolSession:
     """The session of the request's token (`Authorization: Bearer` or `X-Session`), else a 401.
 
     Usable as a FastAPI dependency by any router mounted on the tool server."""
-    header = request.headers.get("authorization", "")
-    token = header[7:].strip() if header[:7].lower() == "bearer " else request.headers.get("x-session")
+    token = session_token(request.headers)
     session = tool_server_of(request).session_of(token)
     if session is None:
         what = "unknown or expired session token" if token else "missing session token"
@@ -211,10 +218,73 @@ async def post_tool(request: Request, name: str) -> Response:
     return reply(status, payload)
 
 
+# -- the body budget --------------------------------------------------------------------------------
+class BodyBudget:
+    """ASGI middleware: all of one session's open requests may declare at most `max_open_body_bytes`
+    of body at once. A request of a live session is charged its Content-Length from before its body is
+    read until its reply is sent; one that would pass the budget is answered 503 (`Retry-After: 1`),
+    or 413 when it alone is over it, and closed without its body being read.
+
+    Why: each connection used to hold up to `max_body_bytes` (1 MiB) while its body trickled in, so a
+    sandboxed miner with ~960 connections of half-sent bodies grew its validator's memory by ~830 MiB,
+    outside the sandbox's cgroup (issue 22). Requests without a live session pass uncharged: every
+    route refuses them (401) before reading a byte of body. Runs on the event loop only, so the
+    counter needs no lock."""
+
+    def __init__(self, app: ASGIApp, server: SessionHost):
+        self.app = app
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        length = headers.get("content-length", "")
+        size = int(length) if length.isascii() and length.isdigit() else 0  # else the route refuses it
+        session = self.server.session_of(session_token(headers)) if size else None
+        if session is None:
+            await self.app(scope, receive, send)
+            return
+        budget = self.server.max_open_body_bytes
+        if size > budget or session.open_body_bytes + size > budget:
+            await self._refuse(session, size, budget, scope, send)
+            return
+        session.open_body_bytes += size
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            session.open_body_bytes -= size
+
+    @staticmethod
+    async def _refuse(session: ToolSession, size: int, budget: int, scope: Scope, send: Send) -> None:
+        if size > budget:
+            status = 413
+            message = (
+                f"request body of {size} bytes exceeds this episode's open-request budget of {budget} bytes"
+            )
+            extra: dict[str, str] = {}
+        else:
+            status = 503
+            message = (
+                f"this episode's open requests already hold {session.open_body_bytes} bytes of body; "
+                f"{size} more would pass the budget of {budget} bytes (finish or close a request first)"
+            )
+            extra = {"Retry-After": "1"}
+        response = reply(status, error_body(message), close=True, headers=extra)
+        await response(scope, _nothing, send)  # the body is never read
+
+
+async def _nothing() -> dict:
+    return {"type": "http.disconnect"}
+
+
 # -- the app ---------------------------------------------------------------------------------------
 def build_app(server: SessionHost, routers: list[APIRouter]) -> FastAPI:
-    """The ASGI app of one tool server: the tool routes plus `routers` (mounted beside them)."""
+    """The ASGI app of one tool server: the tool routes plus `routers` (mounted beside them), inside
+    the body budget (`BodyBudget`)."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False)
+    app.add_middleware(BodyBudget, server=server)
     app.state.tool_server = server
     app.include_router(tools_router)
     for router in routers:

@@ -32,11 +32,15 @@ Not recorded (no call happened): 401 unknown or expired token, 411/413 body with
 large, 400 a bad `origin`/`call_id`, 404 an unknown path or method.
 
 Limits against a hostile client (the server lives in the evaluator's process, outside the sandbox's
-memory cgroup): HTTP is parsed by h11, never httptools — uvicorn's httptools protocol buffers a
-request head without any bound — so a head over `MAX_HEAD_BYTES` is answered 400 and the connection
-closed; a head must be complete within `HEAD_TIMEOUT_S` of the connection (or of the previous reply);
-at most `max_connections` connections are open at once (more are answered 503 and closed); a body
-must declare its length, at most `max_body_bytes`, and arrive within `request_timeout_s`.
+memory cgroup; `guarded_http` does the first three): HTTP is parsed by h11, never httptools —
+uvicorn's httptools protocol buffers a request head without any bound — and a head over
+`MAX_HEAD_BYTES`, counted whole however it arrives, is answered 400 and the connection closed; a head
+must be complete within `HEAD_TIMEOUT_S` of the connection (or of the previous reply); at most
+`max_connections` connections are open at once (more are answered 503 and closed); a body must declare
+its length, at most `max_body_bytes`, and arrive within `request_timeout_s`; and all of one session's
+open requests together may declare at most `max_open_body_bytes` of body (4 MiB: a request past it is
+answered 503 with `Retry-After`, or 413 if it could never fit, before its body is read), so the memory
+one episode's connections can hold is bounded, not connections × `max_body_bytes`.
 
 Authentication: `Authorization: Bearer <token>` or `X-Session: <token>`.
 Addresses: `url` is `http://HOST:PORT` when listening on TCP, else `unix:///PATH` (the form
@@ -45,7 +49,6 @@ Addresses: `url` is `http://HOST:PORT` when listening on TCP, else `unix:///PATH
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import secrets
@@ -63,11 +66,12 @@ from fastapi import APIRouter, FastAPI
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from shoparena.harness.episode import Episode
+from shoparena.harness.guarded_http import HEAD_TIMEOUT_S, MAX_HEAD_BYTES, guarded_protocol
 from shoparena.harness.loopback import ServerThread
 from shoparena.harness.tool_routes import RESERVED_KEYS, build_app
 from shoparena.harness.tool_session import ToolSession
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "RESERVED_KEYS", "ToolServer", "ToolSession"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_HEAD_BYTES", "RESERVED_KEYS", "ToolServer", "ToolSession"]
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 BACKLOG = 2048
@@ -76,16 +80,10 @@ START_TIMEOUT_S = 10.0
 SHUTDOWN_GRACE_S = 3.0
 """How long `stop()` lets calls in flight finish before it cancels them."""
 MAX_UNIX_PATH_BYTES = 107
-MAX_HEAD_BYTES = 16 * 1024
-"""A request head (request line and headers) larger than this is refused: the SDK's are ~300 bytes."""
-HEAD_TIMEOUT_S = 10.0
-"""How long a connection may take to send a complete request head (a slow-loris client is closed)."""
 DEFAULT_MAX_CONNECTIONS = 1024
 """Open connections at once; a sandbox may hold pids × open_files sockets, far more than any agent needs."""
-TOO_MANY_CONNECTIONS = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
-    b'content-length: 70\r\n\r\n{"ok": false, "error": "too many open connections to the tool server"}'
-)
+DEFAULT_MAX_OPEN_BODY_BYTES = 4 << 20
+"""Bytes of request body all of one session's open requests may hold at once (`tool_routes.BodyBudget`)."""
 
 
 class ToolServer:
@@ -107,6 +105,7 @@ class ToolServer:
         request_timeout_s: float = 30.0,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         head_timeout_s: float = HEAD_TIMEOUT_S,
+        max_open_body_bytes: int = DEFAULT_MAX_OPEN_BODY_BYTES,
         routers: Sequence[APIRouter] = (),
     ):
         if host is None and socket_path is None:
@@ -118,7 +117,10 @@ class ToolServer:
         self.max_body_bytes = max_body_bytes
         self.request_timeout_s = request_timeout_s
         self.max_connections = max_connections
-        self.http_protocol: type[H11Protocol] | str = guarded_protocol(max_connections, head_timeout_s)
+        self.max_open_body_bytes = max_open_body_bytes
+        self.http_protocol: type[H11Protocol] | str = guarded_protocol(
+            max_connections, head_timeout_s, name="ToolServerProtocol"
+        )
         """What uvicorn parses HTTP with (the benchmark swaps in "httptools" to compare)."""
         self._routers = list(routers)
         self._sessions: dict[str, ToolSession] = {}
@@ -306,64 +308,6 @@ class ToolServer:
                 del self._sessions[token]
                 return None
         return session
-
-
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline on each request head and a cap on open connections
-    (uvicorn has neither: an idle or trickling connection would be held forever). One subclass per
-    server (`guarded_protocol`) carries that server's numbers."""
-
-    max_connections = DEFAULT_MAX_CONNECTIONS
-    head_timeout_s = HEAD_TIMEOUT_S
-    _head_timer: asyncio.TimerHandle | None = None
-    _timed_cycle: object = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
-            transport.write(TOO_MANY_CONNECTIONS)
-            transport.close()
-            return
-        self._await_head()
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self._head_timer is not None and self.cycle is not self._timed_cycle:
-            self._cancel_head_timer()  # a new request's head is complete
-
-    def on_response_complete(self) -> None:
-        self._await_head()  # before super(): it may start a pipelined request at once
-        super().on_response_complete()
-        if self.cycle is not self._timed_cycle or self.transport.is_closing():
-            self._cancel_head_timer()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_head_timer()
-        super().connection_lost(exc)
-
-    def _await_head(self) -> None:
-        """Close the connection unless a new request head (a new cycle) arrives in time."""
-        self._cancel_head_timer()
-        self._timed_cycle = self.cycle
-        self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_too_slow)
-
-    def _head_too_slow(self) -> None:
-        self._head_timer = None
-        if self.cycle is self._timed_cycle and not self.transport.is_closing():
-            self.transport.close()
-
-    def _cancel_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-
-def guarded_protocol(max_connections: int, head_timeout_s: float) -> type[GuardedH11Protocol]:
-    return type(
-        "ToolServerProtocol",
-        (GuardedH11Protocol,),
-        {"max_connections": max_connections, "head_timeout_s": head_timeout_s},
-    )
 
 
 def _socket_in_use(path: Path) -> bool:

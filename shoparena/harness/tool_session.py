@@ -28,6 +28,8 @@ class ToolSession:
     """What routes mounted beside the tools keep per session (e.g. the inference proxy's log)."""
     ledger: CallLedger = field(default_factory=CallLedger)
     """The tool calls the episode's inference responses offered: what makes a call's origin `llm`."""
+    open_body_bytes: int = 0
+    """Body bytes the session's open requests have declared (`tool_routes.BodyBudget`; event loop only)."""
 
 
 class SessionHost(Protocol):
@@ -36,5 +38,6 @@ class SessionHost(Protocol):
 
     max_body_bytes: int
     request_timeout_s: float
+    max_open_body_bytes: int
 
     def session_of(self, token: str | None) -> ToolSession | None: ...

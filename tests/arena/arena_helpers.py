@@ -55,8 +55,11 @@ class Key:
         self.keypair = keypair_from_seed(self.file.secret_seed)
         self.hotkey = self.keypair.ss58_address
 
-    def headers(self, body: bytes = b"", **overrides) -> dict[str, str]:
-        return signed_headers(self.keypair, body, **overrides)
+    def headers(
+        self, body: bytes = b"", method: str = "GET", target: str = "/v1/whoami", **overrides
+    ) -> dict[str, str]:
+        """Signed for `method target` (by default `GET /v1/whoami`) with `body`."""
+        return signed_headers(self.keypair, method, target, body, **overrides)
 
 
 def arena_schema_differences(engine) -> list:
@@ -95,7 +98,8 @@ class Server:
     def signed(self, method: str, path: str, key: Key, body: bytes = b"", **overrides) -> httpx.Response:
         """A request signed now by the server's clock (unless `timestamp` says otherwise)."""
         overrides.setdefault("timestamp", int(self.clock()))
-        return self.http.request(method, path, content=body, headers=key.headers(body, **overrides))
+        headers = key.headers(body, method, path, **overrides)
+        return self.http.request(method, path, content=body, headers=headers)
 
 
 def parallel(n: int, action) -> list:

@@ -171,3 +171,74 @@ def test_a_declared_body_over_the_limit_is_refused_before_it_is_sent(socket_path
         head = f"POST /v1/tools/find_product HTTP/1.1\r\nhost: tools\r\nx-session: {token}\r\ncontent-length: {ATTACK_BYTES}\r\n\r\n"
         sock.sendall(head.encode())
         assert sock.recv(65536).startswith(b"HTTP/1.1 413")
+
+
+def one_write_head(size: int) -> bytes:
+    """A GET whose whole head — `size` bytes — is one `sendall`, so it may arrive in one read."""
+    start = b"GET /v1/health HTTP/1.1\r\nhost: tools\r\nx-pad: "
+    return start + b"a" * (size - len(start) - 4) + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize("size", [MAX_HEAD_BYTES + 1, 60 * 1024])
+def test_a_head_over_the_cap_is_refused_even_in_one_write(socket_path, size):
+    """h11 counts only a head that is still incomplete; one that arrives in one read (up to the
+    transport's read size, 64–256 KiB) was served (issue 22, attack 7)."""
+    with ToolServer(host=None, socket_path=socket_path), connect(socket_path) as sock:
+        sock.sendall(one_write_head(size))
+        answer = read_reply(sock)
+        assert answer.startswith((b"HTTP/1.1 400", b"HTTP/1.1 431")), answer[:200]
+        assert healthy(socket_path)
+
+
+def test_a_head_at_the_cap_in_one_write_is_served(socket_path):
+    with ToolServer(host=None, socket_path=socket_path), connect(socket_path) as sock:
+        sock.sendall(one_write_head(MAX_HEAD_BYTES))
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+def half_sent_bodies(path: str, token: str, count: int, size: int) -> list[socket.socket]:
+    """`count` connections, each declaring a `size`-byte tool call and sending all of it but its
+    last byte (the server waits for that byte until its request timeout)."""
+    head = (
+        f"POST /v1/tools/find_product HTTP/1.1\r\nhost: tools\r\nx-session: {token}\r\n"
+        f"content-length: {size}\r\n\r\n"
+    ).encode()
+    body = b"x" * (size - 1)
+    held = []
+    for _ in range(count):
+        sock = connect(path, timeout=5.0)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, TimeoutError):
+            sock.sendall(head + body)
+        held.append(sock)
+    return held
+
+
+def test_half_sent_bodies_cannot_grow_the_servers_memory(socket_path, backend, shops):
+    """One episode's open requests may hold a few MiB of body, not connections × 1 MiB: ~960
+    half-sent 1 MiB bodies grew a validator's RSS by ~830 MiB (issue 22, attack 7). Past the budget
+    a request is refused with 503 before its body is read."""
+    episode = Episode(backend, "a test query", profile="full", shops=shops, step_cap=50)
+    count = 96
+    with (
+        ToolServer(host=None, socket_path=socket_path, request_timeout_s=20.0) as server,
+        server.session(episode) as token,
+    ):
+        assert healthy(socket_path)
+        before = psutil.Process().memory_info().rss
+        held = half_sent_bodies(socket_path, token, count, MiB)
+        try:
+            time.sleep(0.5)  # the server has read whatever it will read
+            grown = psutil.Process().memory_info().rss - before
+            refused = []
+            for sock in held:
+                sock.settimeout(0.2)
+                answer = read_reply(sock)
+                refused.append(answer.startswith(b"HTTP/1.1 503"))
+        finally:
+            for sock in held:
+                sock.close()
+        assert grown < 16 * MiB, f"{count} half-sent 1 MiB bodies grew the RSS by {grown / MiB:.0f} MiB"
+        budget = server.max_open_body_bytes // MiB
+        assert sum(refused) >= count - budget, f"{sum(refused)} of {count} refused with 503"
+        assert healthy(socket_path)
+        assert episode.steps_used == 0  # no call was made from a half-sent body

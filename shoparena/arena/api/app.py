@@ -40,9 +40,24 @@ from shoparena.arena.competition.view import CompetitionView
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.jobs.board import JobBoard
 from shoparena.arena.jobs.intake import ResultIntake
+from shoparena.harness.guarded_http import MAX_HEAD_BYTES, GuardedH11Protocol
 
-MAX_HEAD_BYTES = 16 * 1024
-"""Request line + headers: a signed request needs well under 1 KiB."""
+MAX_CONNECTIONS = 1000
+"""Open connections per worker process; more are answered 503 and closed (below a default 1024-file limit)."""
+HEAD_TIMEOUT_S = 10.0
+"""A connection must send a whole request head within this of connecting (or of its last reply)."""
+
+
+class ArenaProtocol(GuardedH11Protocol):
+    """The arena's HTTP protocol: h11 with a 16 KiB head cap counted whole, a head deadline and a
+    connection cap (`harness.guarded_http`). A module-level class, so `--workers` can pickle it.
+
+    Why: without them 300 slow-loris connections were held for as long as their client liked, and a
+    60 KiB head sent in one write was served (issue 22)."""
+
+    max_connections = MAX_CONNECTIONS
+    head_timeout_s = HEAD_TIMEOUT_S
+    max_head_bytes = MAX_HEAD_BYTES
 
 
 def create_app(
@@ -99,8 +114,9 @@ ARENA_UVICORN = {
     "timeout_keep_alive": 5,
     "lifespan": "on",  # the race scheduler starts and stops with the app
     # h11, never httptools: uvicorn's httptools protocol buffers headers without any limit, so one
-    # client could send gigabytes of them; h11 refuses a request head once it passes this size.
-    "http": "h11",
+    # client could send gigabytes of them; the guarded h11 protocol refuses a head over 16 KiB however
+    # it arrives, closes a connection whose head is not in within 10 s, and caps open connections.
+    "http": ArenaProtocol,
     "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
 }
 
@@ -136,13 +152,17 @@ def serve(
 
 
 @contextmanager
-def running(app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+def running(
+    app: FastAPI, host: str = "127.0.0.1", port: int = 0, http: type[GuardedH11Protocol] = ArenaProtocol
+) -> Iterator[str]:
     """Serve `app` from a background thread on a real socket (port 0: a free one), with the arena's
     uvicorn settings but no lifespan (no race scheduler: callers tick the engine themselves); yields
-    its base URL. For tests, benchmarks, demos and the simulated season."""
+    its base URL. For tests, benchmarks, demos and the simulated season; `http` is the protocol with
+    its limits (tests pass shorter ones, `harness.guarded_http.guarded_protocol`)."""
     from shoparena.harness.loopback import AppThread
 
     options = {k: v for k, v in ARENA_UVICORN.items() if k not in AppThread.FIXED}
+    options["http"] = http
     server = AppThread(app, host, port, name="the arena server", **options)
     try:
         server.start()

@@ -1,6 +1,8 @@
 """The signed-request gate every miner and validator route passes: authentication, the body under its
 cap, refusals in one shape, and the audit log.
 
+The signature covers the method, the target exactly as it arrived (`raw_path` and the query string,
+before any decoding) and the body's exact bytes (`auth.signing`), so a request is good for one endpoint.
 Bodies are read raw, never by the framework, because the signature covers their exact bytes and the
 size cap must hold while the body streams in (a Content-Length over the cap is refused before any of
 it is read; a chunked body is cut off as soon as it passes the cap).
@@ -26,7 +28,7 @@ from starlette.concurrency import run_in_threadpool
 
 from shoparena.arena.arena import Arena
 from shoparena.arena.auth.audit import AuditRecord
-from shoparena.arena.auth.signing import HOTKEY_HEADER, NONCE_HEADER, body_sha256
+from shoparena.arena.auth.signing import HOTKEY_HEADER, NONCE_HEADER, body_sha256, request_target
 from shoparena.arena.auth.verify import Authenticator, AuthRefused, Identity, SignedHeaders
 from shoparena.arena.config import ArenaConfig
 from shoparena.arena.errors import ArenaError, JobRefused
@@ -66,6 +68,8 @@ class Seen:
 
     method: str
     path: str
+    target: str
+    """The path and query as they arrived (what the signature covers)."""
     remote: str | None
     hotkey: str | None
     nonce: str | None
@@ -169,6 +173,9 @@ class Gate:
         seen = Seen(
             method=request.method,
             path=request.url.path,
+            target=request_target(
+                request.scope.get("raw_path") or request.url.path.encode(), request.scope["query_string"]
+            ),
             remote=request.client.host if request.client else None,
             hotkey=_first_header(request, HOTKEY_HEADER),
             nonce=_first_header(request, NONCE_HEADER),
@@ -189,7 +196,10 @@ class Gate:
         outcome = call.refusal
         if outcome is None:
             try:
-                identity = self.auth.verify(call.claimed, call.neuron, body_sha256(call.body))
+                seen = call.seen
+                identity = self.auth.verify(
+                    call.claimed, call.neuron, seen.method, seen.target, body_sha256(call.body)
+                )
                 outcome = endpoint(identity, call.body)
             except Exception as exc:
                 outcome = refused(exc, f"{call.seen.method} {call.seen.path}")

@@ -1,8 +1,10 @@
-"""Authenticating a signed request (SPEC §6, issue 12): who sent it, and is it fresh and unaltered.
+"""Authenticating a signed request (SPEC §6, issues 12 and 22): who sent it, and is it fresh, unaltered
+and meant for this endpoint.
 
-The cheap checks run before the body is read — header syntax, clock skew, registration, role — so an
-unregistered or stale request never makes the server read (or hash) a megabyte. Then the signature over
-the exact body bytes, and last the nonce, so a forged request cannot burn a real client's nonce.
+The cheap checks run before the body is read — header syntax and signature version, clock skew,
+registration, role — so an unregistered or stale request never makes the server read (or hash) a
+megabyte. Then the signature over the method, the target as it arrived and the exact body bytes, and
+last the nonce, so a forged or misdirected request cannot burn a real client's nonce.
 Every refusal is an `AuthRefused` with one of six reasons, answered as a 401.
 """
 
@@ -21,9 +23,12 @@ from shoparena.arena.auth.signing import (
     NONCE_PATTERN,
     SIGNATURE_HEADER,
     SIGNATURE_PATTERN,
+    SIGNATURE_VERSION,
     SIGNED_HEADERS,
     TIMESTAMP_HEADER,
     TIMESTAMP_PATTERN,
+    VERSION_HEADER,
+    VERSION_PATTERN,
     signing_message,
 )
 from shoparena.arena.models import NeuronInfo
@@ -61,12 +66,17 @@ PATTERNS = {
     TIMESTAMP_HEADER: TIMESTAMP_PATTERN,
     NONCE_HEADER: NONCE_PATTERN,
     SIGNATURE_HEADER: SIGNATURE_PATTERN,
+    VERSION_HEADER: VERSION_PATTERN,
 }
 EXPECTED = {
     HOTKEY_HEADER: "an SS58 address",
     TIMESTAMP_HEADER: "integer Unix seconds (ASCII digits, no sign, point or leading zero)",
     NONCE_HEADER: "1–64 characters of [A-Za-z0-9_-]",
     SIGNATURE_HEADER: "0x + 128 hex digits",
+    VERSION_HEADER: (
+        f"{SIGNATURE_VERSION}: this arena verifies version {SIGNATURE_VERSION} signatures, over "
+        "METHOD, the path and query, and hotkey:timestamp:nonce:sha256(body) (update your client)"
+    ),
 }
 
 
@@ -85,8 +95,10 @@ def parse_signed_headers(raw: Sequence[tuple[bytes, bytes]]) -> SignedHeaders:
     for name in SIGNED_HEADERS:
         given = found[name]
         if not given:
+            why = f"; expected {EXPECTED[name]}" if name == VERSION_HEADER else ""
             raise AuthRefused(
-                "bad_headers", f"{name} is missing (a signed request carries {', '.join(SIGNED_HEADERS)})"
+                "bad_headers",
+                f"{name} is missing (a signed request carries {', '.join(SIGNED_HEADERS)}){why}",
             )
         if len(given) > 1:
             raise AuthRefused("bad_headers", f"{name} is given {len(given)} times; send it once")
@@ -141,9 +153,14 @@ class Authenticator:
             )
         return claimed, neuron
 
-    def verify(self, claimed: SignedHeaders, neuron: NeuronInfo, body_digest: str) -> Identity:
-        """The signature over the exact body, then the nonce (claimed atomically, once)."""
-        message = signing_message(claimed.hotkey, claimed.timestamp, claimed.nonce, body_digest)
+    def verify(
+        self, claimed: SignedHeaders, neuron: NeuronInfo, method: str, target: str, body_digest: str
+    ) -> Identity:
+        """The signature over the method, the target (`signing.request_target`) and the exact body,
+        then the nonce (claimed atomically, once)."""
+        message = signing_message(
+            method, target, claimed.hotkey, claimed.timestamp, claimed.nonce, body_digest
+        )
         try:
             valid = public_keypair(claimed.hotkey).verify(message, bytes.fromhex(claimed.signature[2:]))
         except ValueError:
@@ -151,8 +168,9 @@ class Authenticator:
         if not valid:
             raise AuthRefused(
                 "signature",
-                f"the signature does not verify for hotkey {claimed.hotkey} over this request's body "
-                "(wrong key, or the request was altered after signing)",
+                f"the signature does not verify for hotkey {claimed.hotkey} over this request's method, "
+                f"path and body ({method} {target[:200]}): wrong key, the request was altered after "
+                "signing, or it was signed for another endpoint",
                 claimed,
             )
         now = self.clock()

@@ -68,12 +68,18 @@ class ArenaClient:
         self.close()
 
     def request(self, method: str, path: str, body: bytes = b"") -> httpx.Response:
+        """`method path` with `body`, signed over the target exactly as httpx puts it on the wire
+        (its percent-encoding, the URL's own path prefix), so the server checks the bytes we signed."""
         stamp = None if self.clock is None else int(self.clock())
-        headers = signed_headers(self.signer, body, timestamp=stamp)
+        request = self._http.build_request(method, self.url + path, content=body)
+        headers = signed_headers(
+            self.signer, request.method, request.url.raw_path.decode("ascii"), body, timestamp=stamp
+        )
         if body:
             headers["Content-Type"] = "application/json"
+        request.headers.update(headers)
         try:
-            return self._http.request(method, self.url + path, content=body, headers=headers)
+            return self._http.send(request)
         except httpx.HTTPError as exc:
             raise ArenaError(f"cannot reach the arena at {self.url}: {exc or type(exc).__name__}") from None
 

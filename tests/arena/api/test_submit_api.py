@@ -90,7 +90,7 @@ def test_format_rejections(server, miner):
 
 def test_concurrent_submissions_of_one_hotkey_admit_exactly_one(server, miner):
     bodies = [submit_body(BENIGN + f"# v{i}\n".encode()) for i in range(10)]
-    requests = [(body, miner.headers(body)) for body in bodies]
+    requests = [(body, miner.headers(body, "POST", "/v1/miner/submit")) for body in bodies]
     statuses = parallel(
         10,
         lambda i: (
@@ -104,7 +104,7 @@ def test_concurrent_submissions_of_one_hotkey_admit_exactly_one(server, miner):
 
 
 def test_declared_oversize_body_is_refused_before_it_is_sent(server, miner):
-    headers = "".join(f"{k}: {v}\r\n" for k, v in miner.headers(b"").items())
+    headers = "".join(f"{k}: {v}\r\n" for k, v in miner.headers(b"", "POST", "/v1/miner/submit").items())
     request = (
         f"POST /v1/miner/submit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         f"Content-Length: {50 * MIB}\r\n{headers}\r\n"
@@ -125,7 +125,9 @@ def test_streamed_oversize_body_is_cut_off(server, miner):
     body_for_signature = b""
     try:
         response = server.http.post(
-            "/v1/miner/submit", content=chunks(), headers=miner.headers(body_for_signature)
+            "/v1/miner/submit",
+            content=chunks(),
+            headers=miner.headers(body_for_signature, "POST", "/v1/miner/submit"),
         )
         assert response.status_code == 413
     except httpx.HTTPError:
@@ -241,7 +243,9 @@ def test_next_submission_time_is_reported(server, miner):
 def test_refusal_before_the_body_closes_the_connection(server, miner):
     stranger = Key()
     body = submit_body()
-    response = server.http.post("/v1/miner/submit", content=body, headers=stranger.headers(body))
+    response = server.http.post(
+        "/v1/miner/submit", content=body, headers=stranger.headers(body, "POST", "/v1/miner/submit")
+    )
     assert response.status_code == 401 and response.headers["connection"] == "close"
     accepted = server.signed("GET", "/v1/whoami", miner)
     assert accepted.headers.get("connection") != "close"  # keep-alive for good requests

@@ -104,11 +104,15 @@ def test_validator_key_on_miner_endpoints_is_wrong_role(server, validator):
 
 def test_body_swapped_after_signing(server, miner):
     signed_for = submit_body(name="harmless")
-    headers = miner.headers(signed_for)
+    headers = miner.headers(signed_for, "POST", "/v1/miner/submit")
     swapped = submit_body(name="swapped")
     refused(server.http.post("/v1/miner/submit", content=swapped, headers=headers), "signature")
     refused(
-        server.http.post("/v1/miner/submit", content=signed_for + b" ", headers=miner.headers(signed_for)),
+        server.http.post(
+            "/v1/miner/submit",
+            content=signed_for + b" ",
+            headers=miner.headers(signed_for, "POST", "/v1/miner/submit"),
+        ),
         "signature",
     )
     nothing_stored(server, miner)

@@ -21,7 +21,12 @@ from shoparena.arena.auth.keys import (
     public_keypair,
     write_key_file,
 )
-from shoparena.arena.auth.signing import body_sha256, signed_headers, signing_message
+from shoparena.arena.auth.signing import (
+    body_sha256,
+    request_target,
+    signed_headers,
+    signing_message,
+)
 from shoparena.arena.auth.verify import AuthRefused, parse_signed_headers
 from shoparena.arena.errors import KeyFileError
 
@@ -41,11 +46,17 @@ def ss58_encode(public_key: bytes, prefix: int) -> str:
     return "1" * (len(data) - len(data.lstrip(b"\0"))) + text
 
 
-def verifies(headers: dict[str, str], body: bytes) -> bool:
+def verifies(
+    headers: dict[str, str], body: bytes, method: str = "POST", target: str = "/v1/miner/submit"
+) -> bool:
     message = signing_message(
-        headers["X-Hotkey"], headers["X-Timestamp"], headers["X-Nonce"], body_sha256(body)
+        method, target, headers["X-Hotkey"], headers["X-Timestamp"], headers["X-Nonce"], body_sha256(body)
     )
     return public_keypair(headers["X-Hotkey"]).verify(message, bytes.fromhex(headers["X-Signature"][2:]))
+
+
+def sign(body: bytes, method: str = "POST", target: str = "/v1/miner/submit", **overrides) -> dict[str, str]:
+    return signed_headers(SIGNER, method, target, body, **overrides)
 
 
 def test_key_file_is_private_and_loads_with_bittensor(tmp_path):
@@ -92,7 +103,7 @@ def test_wallet_hotkey_signs_like_its_key(tmp_path):
     wallet.create_if_non_existent(coldkey_use_password=False, hotkey_use_password=False, suppress=True)
     keypair = load_wallet_hotkey("w", "h", str(tmp_path))
     assert keypair.ss58_address == wallet.hotkey.ss58_address
-    headers = signed_headers(keypair, b"{}")
+    headers = signed_headers(keypair, "POST", "/v1/miner/submit", b"{}")
     assert verifies(headers, b"{}")
     with pytest.raises(KeyFileError, match="does not exist"):
         load_wallet_hotkey("w", "missing", str(tmp_path))
@@ -113,7 +124,7 @@ def test_canonical_hotkey_refuses_other_formats_and_junk():
 @settings(max_examples=60, deadline=None)
 @given(body=st.binary(max_size=512), mutation=st.binary(min_size=1, max_size=8), at=st.integers(0, 600))
 def test_signature_binds_the_exact_body(body, mutation, at):
-    headers = signed_headers(SIGNER, body)
+    headers = sign(body)
     assert verifies(headers, body)
     position = at % (len(body) + 1)
     swapped = body[:position] + mutation + body[position:]
@@ -123,7 +134,7 @@ def test_signature_binds_the_exact_body(body, mutation, at):
 
 
 def test_signature_binds_hotkey_timestamp_and_nonce():
-    headers = signed_headers(SIGNER, b"x", timestamp=1_700_000_000, nonce="abc")
+    headers = sign(b"x", timestamp=1_700_000_000, nonce="abc")
     assert verifies(headers, b"x")
     for field, value in (
         ("X-Timestamp", "1700000001"),
@@ -133,13 +144,52 @@ def test_signature_binds_hotkey_timestamp_and_nonce():
         assert not verifies({**headers, field: value}, b"x")
 
 
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [
+        ("POST", "/v1/validator/code"),  # the heartbeat's body fits this endpoint too (issue 22)
+        ("GET", "/v1/validator/heartbeat"),
+        ("POST", "/v1/validator/heartbeat?x=1"),
+        ("POST", "/v1/validator/heartbeat/"),
+        ("POST", "/v1/validator/%68eartbeat"),
+        ("post", "/v1/validator/heartbeat"),
+    ],
+)
+def test_signature_binds_the_method_and_target(method, target):
+    headers = sign(b'{"lease_id": "l"}', "POST", "/v1/validator/heartbeat")
+    assert verifies(headers, b'{"lease_id": "l"}', "POST", "/v1/validator/heartbeat")
+    assert not verifies(headers, b'{"lease_id": "l"}', method, request_target(target))
+
+
+def test_the_signed_message_is_versioned_and_canonical():
+    message = signing_message("GET", "/v1/x?a=1", "5H", "17", "n", "d")
+    assert message == b"shoparena-sig-v2\nGET\n/v1/x?a=1\n5H:17:n:d"
+    assert sign(b"")["X-Signature-Version"] == "2"
+    # an empty query is no query; raw bytes and text, path+query together or apart, are one target
+    assert request_target("/v1/x?") == request_target(b"/v1/x", b"") == "/v1/x"
+    assert request_target(b"/v1/x", b"a=1&b") == request_target("/v1/x?a=1&b") == "/v1/x?a=1&b"
+    with pytest.raises(ValueError, match="upper-case"):
+        signed_headers(SIGNER, "get", "/v1/x", b"")
+
+
+@pytest.mark.parametrize("version", ["1", "3", "2 ", "v2", ""])
+def test_another_signature_version_is_bad_headers_naming_the_version(version):
+    headers = {**sign(b""), "X-Signature-Version": version}
+    with pytest.raises(AuthRefused, match="version 2") as caught:
+        parse_signed_headers(raw(headers))
+    assert caught.value.reason == "bad_headers"
+    old_client = {k: v for k, v in sign(b"").items() if k != "X-Signature-Version"}
+    with pytest.raises(AuthRefused, match=r"X-Signature-Version is missing.*version 2"):
+        parse_signed_headers(raw(old_client))
+
+
 def raw(headers: dict[str, str] | list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     items = headers.items() if isinstance(headers, dict) else headers
     return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in items]
 
 
 def test_header_names_are_case_insensitive_but_never_repeated():
-    headers = signed_headers(SIGNER, b"")
+    headers = sign(b"")
     upper = {k.upper(): v for k, v in headers.items()}
     assert parse_signed_headers(raw(upper)).hotkey == SIGNER.ss58_address
     doubled = [*headers.items(), ("x-NONCE", "other")]
@@ -173,7 +223,7 @@ def test_header_names_are_case_insensitive_but_never_repeated():
     ],
 )
 def test_malformed_header_values_are_bad_headers(field, value):
-    headers = {**signed_headers(SIGNER, b""), field: value}
+    headers = {**sign(b""), field: value}
     with pytest.raises(AuthRefused) as caught:
         parse_signed_headers([(k.lower().encode(), v.encode()) for k, v in headers.items()])
     assert caught.value.reason == "bad_headers"
@@ -183,7 +233,7 @@ def test_malformed_header_values_are_bad_headers(field, value):
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80))
 def test_only_canonical_timestamps_parse(text):
-    headers = {**signed_headers(SIGNER, b""), "X-Timestamp": text}
+    headers = {**sign(b""), "X-Timestamp": text}
     try:
         encoded = [(k.lower().encode(), v.encode("utf-8")) for k, v in headers.items()]
         parsed = parse_signed_headers(encoded)
