@@ -24,6 +24,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
+from shoparena.admission.ciphers import TABLE_MIN, candidate, cipher_table, packed_ids, small_alphabet_group
 from shoparena.admission.syntax import Tree
 
 ID_ALLOWANCE = 3
@@ -234,11 +235,18 @@ class IntegrityCheck:
         """Digit runs and blobs already reported from the raw source text."""
         self.source = source
         self.reported_nodes: set[int] = set()
+        self.cipher_candidates: list[tuple[str, ast.AST]] = []
+        """Every id-length string assigned to a name (`A = "fadhgbcaed"`), for answer tables spread over
+        many constants."""
+        self.cipher_nodes: set[int] = set()
 
     # -- literals ----------------------------------------------------------------------------------------
     def run(self, tree: Tree) -> None:
         self.tree = tree
         self._identifier_set: set[str] | None = None
+        self.assigned_constants = {
+            id(n.value) for n in tree.nodes if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+        }
         self._scan_source(self.source)
         chained: set[int] = set()
         handlers = {
@@ -264,6 +272,7 @@ class IntegrityCheck:
             handler = handlers.get(kind)
             if handler is not None:
                 handler(node)
+        self._spread_cipher_table()
         distinct = list(self.literal_ids)
         for run in distinct[ID_ALLOWANCE:][:20]:
             first = self.literal_ids[run][0]
@@ -294,6 +303,11 @@ class IntegrityCheck:
             value = value.decode("latin-1")
         if not isinstance(value, str):
             return
+        if id(node) in self.assigned_constants and len(self.cipher_candidates) < 4096 and candidate(value):
+            self.cipher_candidates.append((value, node))
+        packed = packed_ids(value)
+        if packed:
+            self._cipher(packed, node)
         for run in id_runs(value):
             self._literal_id(run, node)
         for run in long_digit_runs(value):
@@ -351,6 +365,7 @@ class IntegrityCheck:
                     "integrity.answer_table", f"table of {len(values)} product-title-like values", node
                 )
         self._digit_table([*node.keys, *node.values], node)
+        self._cipher_table([*node.keys, *node.values], node)
 
     def _sequence(self, node: ast.List | ast.Tuple | ast.Set) -> None:
         elements = node.elts
@@ -370,6 +385,36 @@ class IntegrityCheck:
         if len(elements) >= CHAR_CODE_MIN and all(self._is_chr_literal(e) for e in elements):
             self.report("integrity.char_codes", f"{len(elements)} chr(<code>) calls in a row", node)
         self._digit_table(elements, node)
+        self._cipher_table(elements, node)
+
+    def _cipher_table(self, elements: list, node: ast.AST) -> None:
+        texts = []
+        for element in elements:
+            value = _const(element)
+            if isinstance(value, bytes):
+                value = value.decode("latin-1")
+            if isinstance(value, str):
+                texts.append(value)
+        if len(texts) >= TABLE_MIN:
+            why = cipher_table(texts)
+            if why:
+                self._cipher(why, node)
+
+    def _cipher(self, why: str, node: ast.AST) -> None:
+        self.cipher_nodes.add(id(node))
+        self.report("integrity.answer_table", f"{why} (ids decoded with a key)", node)
+
+    def _spread_cipher_table(self) -> None:
+        """The same shape spread over separate constants (`A = "fadhgbcaed"`, `B = …`)."""
+        texts = [text for text, _ in self.cipher_candidates]
+        if len(set(texts)) < TABLE_MIN:
+            return
+        group, seed = small_alphabet_group(texts)
+        if group >= TABLE_MIN and not self.cipher_nodes:
+            self._cipher(
+                f"{group} id-length strings over at most 10 symbols across the file",
+                self.cipher_candidates[seed][1],
+            )
 
     def _digit_table(self, elements: list, node: ast.AST) -> None:
         digit_strings = [

@@ -66,6 +66,8 @@ class Interpreter(Evaluator):
         self.loop_depth = 0
         """How many loops being followed iteration by iteration enclose the current statement."""
         self._generators: dict[int, bool] = {}
+        self.statement: ast.AST | None = None
+        """The statement being executed: where a run out of budget or depth is reported."""
 
     def unfollowed(self, node: ast.AST, why: str) -> None:
         """Constant computation that was cut short: reported, so that making a decoder expensive (or
@@ -177,6 +179,7 @@ class Interpreter(Evaluator):
             self.exec(statement, frame)
 
     def exec(self, node: ast.stmt, frame: Frame) -> None:
+        self.statement = node
         self.tick()
         self.depth += 1
         try:

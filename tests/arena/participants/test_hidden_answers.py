@@ -73,9 +73,8 @@ def test_the_hidden_table_really_holds_the_answers(cheat, small_catalog):
             assert sorted(episode.recommended_product_ids) == sorted(_gold(problem))
 
 
-
 def test_the_gate_refuses_the_hidden_table_with_its_rule_and_line(cheat, job_arena, server_factory, miner):
-    path, problems = cheat
+    path, _ = cheat
     server = server_factory(job_arena)
     with client(server, miner) as arena_client:
         answer = arena_client.submit(path.name, path.read_text())
