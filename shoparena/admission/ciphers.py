@@ -34,12 +34,13 @@ def _snake_case(text: str) -> bool:
 
 
 def candidate(text: str) -> bool:
+    """An id-length string that could be an id under a substitution (cheapest tests first)."""
     return (
-        not _snake_case(text)
-        and len(text) in ID_LENGTHS
-        and not text.isdigit()
-        and not any(char.isspace() for char in text)  # digit strings are counted as ids by the literal rules
+        len(text) in ID_LENGTHS
+        and not text.isdigit()  # digit strings are counted as ids by the literal rules
         and len(set(text)) >= MIN_DISTINCT
+        and not any(char.isspace() for char in text)
+        and not _snake_case(text)
         and not _NOT_AN_ID.search(text)
     )
 
@@ -80,13 +81,13 @@ def small_alphabet_group(candidates: list[str]) -> tuple[int, int]:
 
 def cipher_table(entries: list[str]) -> str | None:
     """Why these strings (a table's entries) are ids under a substitution, or None."""
-    candidates = [text for text in entries if candidate(text)]
-    if len(set(candidates)) < TABLE_MIN:
+    candidates = [text for text in dict.fromkeys(entries) if candidate(text)]
+    if len(candidates) < TABLE_MIN:
         return None
     group, _ = small_alphabet_group(candidates)
     if group >= TABLE_MIN:
         return f"{group} id-length strings over at most {DIGIT_SYMBOLS} symbols: digits under a substitution"
-    shifted = sum(_shifted_digits(text) for text in set(candidates))
+    shifted = sum(_shifted_digits(text) for text in candidates)
     if shifted >= TABLE_MIN:
         return (
             f"{shifted} id-length strings each within {DIGIT_SYMBOLS} consecutive characters: shifted digits"
@@ -98,7 +99,7 @@ def packed_ids(text: str) -> str | None:
     """Why one string is a run of ids under a substitution (or a table separated by commas), or None."""
     if len(text) < PACKED_MIN:
         return None
-    tokens = [token for token in _SEPARATORS.split(text) if token]
+    tokens = list(dict.fromkeys(token for token in _SEPARATORS.split(text) if token))
     if len(tokens) >= TABLE_MIN:
         return cipher_table(tokens)
     if len(tokens) != 1 or len(text) > 1 << 16:

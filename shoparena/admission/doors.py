@@ -20,7 +20,6 @@ The module-level doors (process pools, frame access, stdlib writers) are policy 
 from __future__ import annotations
 
 import ast
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -57,67 +56,99 @@ class DoorCheck:
 
     def run(self, tree: Tree) -> None:
         self.tree = tree
-        self._type_bindings, _ = self._count_bindings(tree)
+        self._assigned: dict[str, list[ast.AST]] | None = None
+        self._declarations: dict[str, int] | None = None
+        self._type_names: dict[str, bool] = {}
+        self._template_names: dict[str, bool] = {}
         self._class_fields = {
             id(statement)
             for node in tree.nodes
-            if isinstance(node, ast.ClassDef)
-            for statement in node.body
-            if isinstance(statement, ast.AnnAssign)
+            if type(node) is ast.ClassDef
+            for statement in node.body  # type: ignore[attr-defined]
+            if type(statement) is ast.AnnAssign
+        }
+        handlers = {
+            ast.Call: self._call,
+            ast.Attribute: self._attribute_store,
+            ast.ClassDef: self._class_body,
+            ast.AnnAssign: self._field_annotation,
+            ast.arg: self._argument_annotation,
+            ast.FunctionDef: self._return_annotation,
+            ast.AsyncFunctionDef: self._return_annotation,
         }
         for node in tree.nodes:
-            kind = type(node)
-            if kind is ast.Call:
-                self._call(node)  # type: ignore[arg-type]
-            elif kind is ast.Attribute:
-                if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
-                    self._attribute_store(node)  # type: ignore[arg-type]
-            elif kind is ast.ClassDef:
-                self._class_body(node)  # type: ignore[arg-type]
-            elif kind is ast.AnnAssign:
-                in_class = id(node) in self._class_fields
-                self._annotation(node.annotation, strings=not in_class)  # type: ignore[attr-defined]
-            elif kind is ast.arg:
-                self._annotation(node.annotation)  # type: ignore[attr-defined]
-            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                self._annotation(node.returns)  # type: ignore[attr-defined]
+            handler = handlers.get(type(node))
+            if handler is not None:
+                handler(node)
 
-    # -- bindings --------------------------------------------------------------------------------------
-    def _count_bindings(self, tree: Tree) -> tuple[Counter, Counter]:
-        """Per name: how many of its bindings give it a type (class, def, import, type alias) and how many
-        a literal string (a format template)."""
-        types: Counter = Counter()
-        assignments: list[tuple[list[str], ast.AST]] = []
-        for node in tree.nodes:
-            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-                types[node.name] += 1
-            elif isinstance(node, ast.Import | ast.ImportFrom):
-                for alias in node.names:
-                    types[alias.asname or alias.name.split(".")[0]] += 1
-            elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names = [t.id for t in targets if isinstance(t, ast.Name)]
-                if not names:
-                    continue
-                if self._type_alias_value(node.value):
-                    types.update(names)
-                assignments.append((names, node.value))
-        self._template_bindings = Counter()
-        for _ in range(3):  # `t = 'a {q}'; t2 = t + ' {p}'`: a few rounds reach every chain a person writes
-            templates: Counter = Counter()
-            for names, value in assignments:
-                if self._literal_template(value):
-                    templates.update(names)
-            self._template_bindings = templates
-        return types, templates
+    def _field_annotation(self, node: ast.AnnAssign) -> None:
+        self._annotation(node.annotation, strings=id(node) not in self._class_fields)
+
+    def _argument_annotation(self, node: ast.arg) -> None:
+        if node.annotation is not None:
+            self._annotation(node.annotation)
+
+    def _return_annotation(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.returns is not None:
+            self._annotation(node.returns)
+
+    # -- bindings (computed only for the names an annotation or a format call uses) ----------------------
+    def _assignments(self, name: str) -> list[ast.AST]:
+        """The values a name is assigned (`name = value`), for the few names that need judging."""
+        if self._assigned is None:
+            assigned: dict[str, list[ast.AST]] = {}
+            for node in self.tree.nodes:
+                kind = type(node)
+                if kind is ast.Assign:
+                    for target in node.targets:  # type: ignore[attr-defined]
+                        if type(target) is ast.Name:
+                            assigned.setdefault(target.id, []).append(node.value)  # type: ignore[attr-defined]
+                elif kind is ast.AnnAssign and node.value is not None and type(node.target) is ast.Name:  # type: ignore[attr-defined]
+                    assigned.setdefault(node.target.id, []).append(node.value)  # type: ignore[attr-defined]
+            self._assigned = assigned
+        return self._assigned.get(name, [])
+
+    def _type_name(self, name: str) -> bool:
+        """Whether every binding of `name` makes it a type: a class, a def, an import, a type alias."""
+        known = self._type_names.get(name)
+        if known is None:
+            self._type_names[name] = False  # while deciding (an alias defined through itself is not a type)
+            bindings = self.names.bindings[name]
+            typed = bindings - len(self._assignments(name)) == self._declared(name)
+            known = typed and all(self._type_alias_value(value) for value in self._assignments(name))
+            self._type_names[name] = known
+        return known
+
+    def _declared(self, name: str) -> int:
+        """Bindings of `name` by class, def and import statements (counted once, on first need)."""
+        if self._declarations is None:
+            counts: dict[str, int] = {}
+            for node in self.tree.nodes:
+                kind = type(node)
+                if kind is ast.ClassDef or kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                    counts[node.name] = counts.get(node.name, 0) + 1  # type: ignore[attr-defined]
+                elif kind is ast.Import or kind is ast.ImportFrom:
+                    for alias in node.names:  # type: ignore[attr-defined]
+                        bound = alias.asname or alias.name.split(".")[0]
+                        counts[bound] = counts.get(bound, 0) + 1
+            self._declarations = counts
+        return self._declarations.get(name, 0)
 
     def _type_alias_value(self, value: ast.AST) -> bool:
         if isinstance(value, ast.Call):
             return _tail_name(value.func) in policy.TYPE_FACTORIES
-        return self._not_a_type(value, names_checked=False) is None
+        return self._not_a_type(value) is None
 
-    def _type_name(self, name: str) -> bool:
-        return self.names.bindings[name] == self._type_bindings[name]
+    def _template_name(self, name: str) -> bool:
+        """Whether every binding of `name` is an assignment of a literal template."""
+        known = self._template_names.get(name)
+        if known is None:
+            self._template_names[name] = False
+            values = self._assignments(name)
+            known = bool(values) and len(values) == self.names.bindings[name]
+            known = known and all(self._literal_template(value) for value in values)
+            self._template_names[name] = known
+        return known
 
     # -- annotations -----------------------------------------------------------------------------------
     def _annotation(self, annotation: ast.AST | None, strings: bool = True) -> None:
@@ -228,6 +259,8 @@ class DoorCheck:
         self.report("security.runtime_dunder", f"{what}: {why}", node)
 
     def _attribute_store(self, node: ast.Attribute) -> None:
+        if type(node.ctx) is ast.Load:
+            return
         verb = "deletes" if isinstance(node.ctx, ast.Del) else "sets"
         if node.attr in policy.RUNTIME_HOOKS:
             self._hook(node.attr, f"{verb} {node.attr}", node)
@@ -306,8 +339,7 @@ class DoorCheck:
         if isinstance(self.fold(node), str):
             return True
         if isinstance(node, ast.Name):
-            count = self._template_bindings[node.id]
-            return count > 0 and count == self.names.bindings[node.id]
+            return self._template_name(node.id)
         if isinstance(node, ast.IfExp):
             return self._literal_template(node.body) and self._literal_template(node.orelse)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
