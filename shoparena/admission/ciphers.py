@@ -52,9 +52,11 @@ def _shifted_digits(text: str) -> bool:
 
 
 def small_alphabet_group(candidates: list[str]) -> tuple[int, int]:
-    """The largest group of distinct candidates whose union uses at most ten symbols (greedy, from each
-    of the first 64 seeds) and the index of its seed."""
-    masks: list[tuple[int, int]] = []
+    """The largest group of distinct candidates of one length whose union uses at most ten symbols
+    (greedy, from each of the first 64 seeds of that length) and the index of its seed. One length:
+    an id table's entries are all as long as the catalogue's ids, where words that share a stem
+    (`normalize`, `normalized`, `normalizer`) differ in length."""
+    by_length: dict[int, list[tuple[int, int]]] = {}
     seen: set[str] = set()
     for index, text in enumerate(candidates):
         if text in seen:
@@ -64,18 +66,21 @@ def small_alphabet_group(candidates: list[str]) -> tuple[int, int]:
         for char in set(text):
             mask |= 1 << (ord(char) & 0xFFFF)
         if mask.bit_count() <= DIGIT_SYMBOLS:
-            masks.append((mask, index))
+            by_length.setdefault(len(text), []).append((mask, index))
     best, best_seed = 0, 0
-    for seed, seed_index in masks[:64]:
-        union, count = seed, 0
-        for mask, _ in masks:
-            merged = union | mask
-            if merged.bit_count() <= DIGIT_SYMBOLS:
-                union, count = merged, count + 1
-        if count > best:
-            best, best_seed = count, seed_index
-        if best >= TABLE_MIN:
-            break
+    for masks in by_length.values():
+        if len(masks) < TABLE_MIN:
+            continue
+        for seed, seed_index in masks[:64]:
+            union, count = seed, 0
+            for mask, _ in masks:
+                merged = union | mask
+                if merged.bit_count() <= DIGIT_SYMBOLS:
+                    union, count = merged, count + 1
+            if count > best:
+                best, best_seed = count, seed_index
+            if best >= TABLE_MIN:
+                return best, best_seed
     return best, best_seed
 
 
@@ -87,7 +92,11 @@ def cipher_table(entries: list[str]) -> str | None:
     group, _ = small_alphabet_group(candidates)
     if group >= TABLE_MIN:
         return f"{group} id-length strings over at most {DIGIT_SYMBOLS} symbols: digits under a substitution"
-    shifted = sum(_shifted_digits(text) for text in candidates)
+    lengths: dict[int, int] = {}
+    for text in candidates:
+        if _shifted_digits(text):
+            lengths[len(text)] = lengths.get(len(text), 0) + 1
+    shifted = max(lengths.values(), default=0)
     if shifted >= TABLE_MIN:
         return (
             f"{shifted} id-length strings each within {DIGIT_SYMBOLS} consecutive characters: shifted digits"
@@ -101,6 +110,9 @@ def packed_ids(text: str) -> str | None:
         return None
     tokens = list(dict.fromkeys(token for token in _SEPARATORS.split(text) if token))
     if len(tokens) >= TABLE_MIN:
+        # a list written as one string, not prose: most of its distinct tokens are id-length codes
+        if sum(map(candidate, tokens)) * 4 < len(tokens) * 3:
+            return None
         return cipher_table(tokens)
     if len(tokens) != 1 or len(text) > 1 << 16:
         return None

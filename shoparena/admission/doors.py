@@ -28,6 +28,11 @@ from shoparena.admission.names import Names
 from shoparena.admission.syntax import Tree
 
 Report = Callable[[str, str, ast.AST], None]
+_FORMAT_CONSUMERS: dict[str, tuple[int | None, frozenset[str]]] = {
+    "logging.Formatter": (0, frozenset({"fmt"})),
+    "logging.basicConfig": (None, frozenset({"format"})),
+}
+"""Stdlib calls that run str.format on a template they are given: (its position, its keyword names)."""
 _LITERAL_SUBSCRIPTS = frozenset({"Literal"})
 _METADATA_SUBSCRIPTS = frozenset({"Annotated"})
 
@@ -60,6 +65,8 @@ class DoorCheck:
         self._declarations: dict[str, int] | None = None
         self._type_names: dict[str, bool] = {}
         self._template_names: dict[str, bool] = {}
+        self._called: set[int] = set()
+        """The `func` of every call met so far (a call is met before its function, in pre-order)."""
         self._class_fields = {
             id(statement)
             for node in tree.nodes
@@ -69,7 +76,7 @@ class DoorCheck:
         }
         handlers = {
             ast.Call: self._call,
-            ast.Attribute: self._attribute_store,
+            ast.Attribute: self._attribute,
             ast.ClassDef: self._class_body,
             ast.AnnAssign: self._field_annotation,
             ast.arg: self._argument_annotation,
@@ -258,9 +265,20 @@ class DoorCheck:
         )
         self.report("security.runtime_dunder", f"{what}: {why}", node)
 
+    def _attribute(self, node: ast.Attribute) -> None:
+        if type(node.ctx) is not ast.Load:
+            self._attribute_store(node)
+        elif node.attr in ("format", "format_map") and id(node) not in self._called:
+            # `m = template.format; m(obj)`: the same walk, called later
+            receiver = node.value
+            if not self.module_paths(receiver) and not self._literal_template(receiver):
+                self.report(
+                    "security.dynamic_format",
+                    f"{node.attr} of a template that is not a literal, used as a value",
+                    node,
+                )
+
     def _attribute_store(self, node: ast.Attribute) -> None:
-        if type(node.ctx) is ast.Load:
-            return
         verb = "deletes" if isinstance(node.ctx, ast.Del) else "sets"
         if node.attr in policy.RUNTIME_HOOKS:
             self._hook(node.attr, f"{verb} {node.attr}", node)
@@ -275,6 +293,10 @@ class DoorCheck:
     # -- calls -----------------------------------------------------------------------------------------
     def _call(self, node: ast.Call) -> None:
         func = node.func
+        self._called.add(id(func))
+        for path in self.module_paths(func):
+            if path in _FORMAT_CONSUMERS:
+                self._format_consumer(node, path)
         if isinstance(func, ast.Name):
             if func.id in ("setattr", "delattr") and self.names.is_builtin(func.id):
                 self._setattr(node, func.id)
@@ -332,6 +354,20 @@ class DoorCheck:
             self.report(
                 "security.dynamic_format",
                 f"{func.attr}() on a template that is not a literal: its field names could walk attributes",
+                node,
+            )
+
+    def _format_consumer(self, node: ast.Call, path: str) -> None:
+        """logging formats records with a `{`-style template through str.format: the same walk."""
+        position, keywords = _FORMAT_CONSUMERS[path]
+        template = node.args[position] if position is not None and len(node.args) > position else None
+        for keyword in node.keywords:
+            if keyword.arg in keywords or keyword.arg is None:
+                template = keyword.value
+        if template is not None and not self._literal_template(template):
+            self.report(
+                "security.dynamic_format",
+                f"{path}() with a format that is not a literal: its fields could walk attributes",
                 node,
             )
 

@@ -359,6 +359,9 @@ def test_the_rules_documentation_lists_every_rule():
         ("def f(t):\n    return ('{0.' + t + '}').format(f)", "security.dynamic_format"),
         ("def f(t):\n    return str.format(t, f)", "security.dynamic_format"),
         ("def f(d):\n    return d['t'].format_map({'f': f})", "security.dynamic_format"),
+        ("def f(t):\n    m = t.format\n    return m(f)", "security.dynamic_format"),
+        ("import logging\ndef f(t):\n    return logging.Formatter(t, style='{')", "security.dynamic_format"),
+        ("import logging\ndef f(t):\n    logging.basicConfig(format=t, style='{')", "security.dynamic_format"),
         # process pools
         ("import concurrent.futures\nx = concurrent.futures.ProcessPoolExecutor", "security.process_pool"),
         ("from concurrent.futures import ProcessPoolExecutor", "security.process_pool"),
@@ -395,6 +398,9 @@ def test_issue_22_constructs_are_rejected_with_their_own_rule(source, rule):
         "def f(q, short):\n    template = 'a {q}' if short else 'b {q}'\n    return template.format(q=q)",
         "def f(q):\n    template = 'Query: {q}'\n    template2 = template + ' (page {p})'\n    return template2.format(q=q, p=1)",
         "def f(q):\n    return '{}-{}'.format(q, 1) + q.replace(' ', '+').strip()",
+        "import logging\nlogging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s')\n"
+        "h = logging.StreamHandler()\nh.setFormatter(logging.Formatter('{message}', style='{'))",
+        "ROW = '{title}: {price}'\nrender = ROW.format\nx = [render(title='a', price=1)]",
         "import copy\ndef f(d):\n    return copy.copy(d), d.copy(), copy.deepcopy(d)",
         "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\nr = dataclasses.replace(R(1), a=2)",
         "class P:\n    __match_args__ = ('x', 'y')\n    def __init__(self):\n        self.x = self.y = 0",
