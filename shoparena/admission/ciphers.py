@@ -108,6 +108,8 @@ def packed_ids(text: str) -> str | None:
     """Why one string is a run of ids under a substitution (or a table separated by commas), or None."""
     if len(text) < PACKED_MIN:
         return None
+    if len(text) < 8 * (text.count(" ") + text.count(",") + 1):
+        return None  # tokens shorter than ids on average: prose or code, not a table of ids
     tokens = list(dict.fromkeys(token for token in _SEPARATORS.split(text) if token))
     if len(tokens) >= TABLE_MIN:
         # a list written as one string, not prose: most of its distinct tokens are id-length codes

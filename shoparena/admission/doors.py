@@ -33,6 +33,7 @@ _FORMAT_CONSUMERS: dict[str, tuple[int | None, frozenset[str]]] = {
     "logging.basicConfig": (None, frozenset({"format"})),
 }
 """Stdlib calls that run str.format on a template they are given: (its position, its keyword names)."""
+_FORMAT_CONSUMER_NAMES = frozenset(path.rsplit(".", 1)[1] for path in _FORMAT_CONSUMERS)
 _LITERAL_SUBSCRIPTS = frozenset({"Literal"})
 _METADATA_SUBSCRIPTS = frozenset({"Annotated"})
 
@@ -67,13 +68,8 @@ class DoorCheck:
         self._template_names: dict[str, bool] = {}
         self._called: set[int] = set()
         """The `func` of every call met so far (a call is met before its function, in pre-order)."""
-        self._class_fields = {
-            id(statement)
-            for node in tree.nodes
-            if type(node) is ast.ClassDef
-            for statement in node.body  # type: ignore[attr-defined]
-            if type(statement) is ast.AnnAssign
-        }
+        self._class_fields: set[int] = set()
+        """A class's field annotations, noted when the class is met (before its body, in pre-order)."""
         handlers = {
             ast.Call: self._call,
             ast.Attribute: self._attribute,
@@ -103,21 +99,41 @@ class DoorCheck:
     def _assignments(self, name: str) -> list[ast.AST]:
         """The values a name is assigned (`name = value`), for the few names that need judging."""
         if self._assigned is None:
-            assigned: dict[str, list[ast.AST]] = {}
-            for node in self.tree.nodes:
-                kind = type(node)
-                if kind is ast.Assign:
-                    for target in node.targets:  # type: ignore[attr-defined]
-                        if type(target) is ast.Name:
-                            assigned.setdefault(target.id, []).append(node.value)  # type: ignore[attr-defined]
-                elif kind is ast.AnnAssign and node.value is not None and type(node.target) is ast.Name:  # type: ignore[attr-defined]
+            self._scan_bindings()
+        return self._assigned.get(name, [])  # type: ignore[union-attr]
+
+    def _scan_bindings(self) -> None:
+        """One pass, on first need: every `name = value`, and how often class, def and import statements
+        bind each name."""
+        assigned: dict[str, list[ast.AST]] = {}
+        counts: dict[str, int] = {}
+        assign, annassign, name_type = ast.Assign, ast.AnnAssign, ast.Name
+        definitions = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        imports = (ast.Import, ast.ImportFrom)
+        for node in self.tree.nodes:
+            kind = type(node)
+            if kind is assign:
+                for target in node.targets:  # type: ignore[attr-defined]
+                    if type(target) is name_type:
+                        assigned.setdefault(target.id, []).append(node.value)  # type: ignore[attr-defined]
+            elif kind is annassign:
+                if node.value is not None and type(node.target) is name_type:  # type: ignore[attr-defined]
                     assigned.setdefault(node.target.id, []).append(node.value)  # type: ignore[attr-defined]
-            self._assigned = assigned
-        return self._assigned.get(name, [])
+            elif kind in definitions:
+                counts[node.name] = counts.get(node.name, 0) + 1  # type: ignore[attr-defined]
+            elif kind in imports:
+                for alias in node.names:  # type: ignore[attr-defined]
+                    bound = alias.asname or alias.name.split(".")[0]
+                    counts[bound] = counts.get(bound, 0) + 1
+        self._assigned, self._declarations = assigned, counts
 
     def _type_name(self, name: str) -> bool:
         """Whether every binding of `name` makes it a type: a class, a def, an import, a type alias."""
+        if name not in self.names.non_import:
+            return True  # a builtin, or bound by imports only
         known = self._type_names.get(name)
+        if known is None and name in self.names.classes and self.names.bindings[name] == 1:
+            known = self._type_names[name] = True  # one class statement, nothing else
         if known is None:
             self._type_names[name] = False  # while deciding (an alias defined through itself is not a type)
             bindings = self.names.bindings[name]
@@ -127,19 +143,10 @@ class DoorCheck:
         return known
 
     def _declared(self, name: str) -> int:
-        """Bindings of `name` by class, def and import statements (counted once, on first need)."""
+        """Bindings of `name` by class, def and import statements."""
         if self._declarations is None:
-            counts: dict[str, int] = {}
-            for node in self.tree.nodes:
-                kind = type(node)
-                if kind is ast.ClassDef or kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                    counts[node.name] = counts.get(node.name, 0) + 1  # type: ignore[attr-defined]
-                elif kind is ast.Import or kind is ast.ImportFrom:
-                    for alias in node.names:  # type: ignore[attr-defined]
-                        bound = alias.asname or alias.name.split(".")[0]
-                        counts[bound] = counts.get(bound, 0) + 1
-            self._declarations = counts
-        return self._declarations.get(name, 0)
+            self._scan_bindings()
+        return self._declarations.get(name, 0)  # type: ignore[union-attr]
 
     def _type_alias_value(self, value: ast.AST) -> bool:
         if isinstance(value, ast.Call):
@@ -240,6 +247,8 @@ class DoorCheck:
     # -- runtime hooks ---------------------------------------------------------------------------------
     def _class_body(self, node: ast.ClassDef) -> None:
         for statement in node.body:
+            if type(statement) is ast.AnnAssign:
+                self._class_fields.add(id(statement))
             if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
                 if statement.name in policy.RUNTIME_HOOKS:
                     self._hook(statement.name, f"class {node.name} defines {statement.name}", statement)
@@ -293,10 +302,12 @@ class DoorCheck:
     # -- calls -----------------------------------------------------------------------------------------
     def _call(self, node: ast.Call) -> None:
         func = node.func
-        self._called.add(id(func))
-        for path in self.module_paths(func):
-            if path in _FORMAT_CONSUMERS:
-                self._format_consumer(node, path)
+        if type(func) is ast.Attribute and func.attr in ("format", "format_map"):
+            self._called.add(id(func))
+        if _tail_name(func) in _FORMAT_CONSUMER_NAMES:
+            for path in self.module_paths(func):
+                if path in _FORMAT_CONSUMERS:
+                    self._format_consumer(node, path)
         if isinstance(func, ast.Name):
             if func.id in ("setattr", "delattr") and self.names.is_builtin(func.id):
                 self._setattr(node, func.id)

@@ -244,9 +244,8 @@ class IntegrityCheck:
     def run(self, tree: Tree) -> None:
         self.tree = tree
         self._identifier_set: set[str] | None = None
-        self.assigned_constants = {
-            id(n.value) for n in tree.nodes if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
-        }
+        self.assigned_constants: set[int] = set()
+        """`NAME = "…"` values, noted when the assignment is met (before its value, in pre-order)."""
         self._scan_source(self.source)
         chained: set[int] = set()
         handlers = {
@@ -259,6 +258,7 @@ class IntegrityCheck:
             ast.ListComp: self._comprehension,
             ast.GeneratorExp: self._comprehension,
             ast.SetComp: self._comprehension,
+            ast.Assign: self._assignment,
         }
         for node in tree.nodes:
             kind = type(node)
@@ -387,13 +387,19 @@ class IntegrityCheck:
         self._digit_table(elements, node)
         self._cipher_table(elements, node)
 
+    def _assignment(self, node: ast.Assign) -> None:
+        if type(node.value) is ast.Constant:
+            self.assigned_constants.add(id(node.value))
+
     def _cipher_table(self, elements: list, node: ast.AST) -> None:
+        if len(elements) < TABLE_MIN:
+            return
         texts = []
         for element in elements:
-            value = _const(element)
-            if isinstance(value, bytes):
+            value = element.value if type(element) is ast.Constant else None
+            if type(value) is bytes:
                 value = value.decode("latin-1")
-            if isinstance(value, str):
+            if type(value) is str and 9 <= len(value) <= 15:
                 texts.append(value)
         if len(texts) >= TABLE_MIN:
             why = cipher_table(texts)
