@@ -62,8 +62,6 @@ class DoorCheck:
 
     def run(self, tree: Tree) -> None:
         self.tree = tree
-        self._assigned: dict[str, list[ast.AST]] | None = None
-        self._declarations: dict[str, int] | None = None
         self._type_names: dict[str, bool] = {}
         self._template_names: dict[str, bool] = {}
         self._called: set[int] = set()
@@ -95,37 +93,9 @@ class DoorCheck:
         if node.returns is not None:
             self._annotation(node.returns)
 
-    # -- bindings (computed only for the names an annotation or a format call uses) ----------------------
+    # -- bindings (judged only for the names an annotation or a format call uses) -------------------------
     def _assignments(self, name: str) -> list[ast.AST]:
-        """The values a name is assigned (`name = value`), for the few names that need judging."""
-        if self._assigned is None:
-            self._scan_bindings()
-        return self._assigned.get(name, [])  # type: ignore[union-attr]
-
-    def _scan_bindings(self) -> None:
-        """One pass, on first need: every `name = value`, and how often class, def and import statements
-        bind each name."""
-        assigned: dict[str, list[ast.AST]] = {}
-        counts: dict[str, int] = {}
-        assign, annassign, name_type = ast.Assign, ast.AnnAssign, ast.Name
-        definitions = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-        imports = (ast.Import, ast.ImportFrom)
-        for node in self.tree.nodes:
-            kind = type(node)
-            if kind is assign:
-                for target in node.targets:  # type: ignore[attr-defined]
-                    if type(target) is name_type:
-                        assigned.setdefault(target.id, []).append(node.value)  # type: ignore[attr-defined]
-            elif kind is annassign:
-                if node.value is not None and type(node.target) is name_type:  # type: ignore[attr-defined]
-                    assigned.setdefault(node.target.id, []).append(node.value)  # type: ignore[attr-defined]
-            elif kind in definitions:
-                counts[node.name] = counts.get(node.name, 0) + 1  # type: ignore[attr-defined]
-            elif kind in imports:
-                for alias in node.names:  # type: ignore[attr-defined]
-                    bound = alias.asname or alias.name.split(".")[0]
-                    counts[bound] = counts.get(bound, 0) + 1
-        self._assigned, self._declarations = assigned, counts
+        return self.names.values.get(name, [])
 
     def _type_name(self, name: str) -> bool:
         """Whether every binding of `name` makes it a type: a class, a def, an import, a type alias."""
@@ -144,9 +114,7 @@ class DoorCheck:
 
     def _declared(self, name: str) -> int:
         """Bindings of `name` by class, def and import statements."""
-        if self._declarations is None:
-            self._scan_bindings()
-        return self._declarations.get(name, 0)  # type: ignore[union-attr]
+        return self.names.declared[name]
 
     def _type_alias_value(self, value: ast.AST) -> bool:
         if isinstance(value, ast.Call):

@@ -360,7 +360,7 @@ class IntegrityCheck:
                 self.report("integrity.answer_table", f"table keyed by {len(keys)} query texts", node)
             elif sum(map(_hash_like, keys)) >= TABLE_MIN_ENTRIES or numbered >= TABLE_MIN_ENTRIES:
                 self.report("integrity.answer_table", f"table keyed by {len(keys)} hashes or numbers", node)
-            elif sum(map(_title_like, values)) >= TITLE_LIST_MIN:
+            elif len(values) >= TITLE_LIST_MIN and sum(map(_title_like, values)) >= TITLE_LIST_MIN:
                 self.report(
                     "integrity.answer_table", f"table of {len(values)} product-title-like values", node
                 )
@@ -369,6 +369,8 @@ class IntegrityCheck:
 
     def _sequence(self, node: ast.List | ast.Tuple | ast.Set) -> None:
         elements = node.elts
+        if len(elements) < min(CHAR_CODE_MIN, TABLE_MIN):
+            return  # every shape below needs four elements or more (most tuples in code have two or three)
         ints = [_const(e) for e in elements]
         if len(ints) >= 8 and all(
             isinstance(v, int) and not isinstance(v, bool) and 48 <= v <= 57 for v in ints
@@ -380,7 +382,10 @@ class IntegrityCheck:
             and sum(_query_like(_const(p.elts[0])) for p in pairs) >= TABLE_MIN_ENTRIES
         ):
             self.report("integrity.answer_table", f"table of {len(pairs)} (query, answer) pairs", node)
-        if sum(_title_like(_const(e)) for e in elements) >= TITLE_LIST_MIN:
+        if (
+            len(elements) >= TITLE_LIST_MIN
+            and sum(_title_like(_const(e)) for e in elements) >= TITLE_LIST_MIN
+        ):
             self.report("integrity.answer_table", f"list of {len(elements)} product-title-like strings", node)
         if len(elements) >= CHAR_CODE_MIN and all(self._is_chr_literal(e) for e in elements):
             self.report("integrity.char_codes", f"{len(elements)} chr(<code>) calls in a row", node)
@@ -423,6 +428,8 @@ class IntegrityCheck:
             )
 
     def _digit_table(self, elements: list, node: ast.AST) -> None:
+        if len(elements) < DIGIT_TABLE_MIN:
+            return
         digit_strings = [
             v
             for v in map(_const, elements)
