@@ -73,6 +73,7 @@ FAMILY_PATHS: dict[str, str] = {
     "concurrent.futures.interpreter": PROCESS_POOL,
     "xml.etree.ElementTree.ElementTree": FILE_WRITE, "xml.etree.ElementTree.parse": FILE_WRITE,
     "xml.etree.cElementTree": FILE_WRITE,
+    "logging.currentframe": FRAME_ACCESS,
     "pathlib.Path.replace": FILE_WRITE, "pathlib.PosixPath.replace": FILE_WRITE,
     "pathlib.Path.copy": FILE_WRITE, "pathlib.Path.move": FILE_WRITE,
 }  # fmt: skip

@@ -354,6 +354,7 @@ def test_the_rules_documentation_lists_every_rule():
         ("import inspect", "security.frame_access"),
         ("import faulthandler", "security.frame_access"),
         ("import tracemalloc", "security.frame_access"),
+        ("import logging\nx = logging.currentframe()", "security.frame_access"),
         # format templates that are not literals
         ("def f(t):\n    return t.format(f)", "security.dynamic_format"),
         ("def f(t):\n    return ('{0.' + t + '}').format(f)", "security.dynamic_format"),
