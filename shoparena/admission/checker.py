@@ -1,7 +1,7 @@
 """`check_submission(code) -> list[Violation]`: the whole admission pipeline for one submitted file.
 
-Order: format (size, encoding, coding cookie, parse, agent_main) → names → security → integrity
-(literal shapes, then the evaluator's assembled values). Format failures stop the pipeline (there is
+Order: format (size, encoding, coding cookie, parse, agent_main) → names → security → the doors of
+issue 22 (`doors.py`) → integrity (literal shapes, then the evaluator's assembled values). Format failures stop the pipeline (there is
 no tree to analyse); security and integrity findings are all reported, so a miner sees every problem
 at once. Deterministic: the same bytes give the same list, in (line, col, rule) order.
 """
