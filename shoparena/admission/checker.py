@@ -198,6 +198,7 @@ def _analyse(code: bytes) -> list[Violation]:
     interpreter = Interpreter(
         tree,
         on_unfollowed=unfollowed,
+        on_keyed=integrity.keyed,
         aliases=names.evaluator_aliases(),
         bound_names=names.bound,
         budget=INTERPRET_BASE_BUDGET + int(INTERPRET_BUDGET_PER_NODE * len(tree.nodes)),

@@ -487,6 +487,20 @@ class IntegrityCheck:
         if count >= CHAR_CODE_MIN:
             self.report("integrity.char_codes", f"{count} chr(<code>) calls concatenated", node)
 
+    def keyed(self, text: str, node: ast.AST, key: int) -> bool:
+        """A decode loop over literal data that gives an id-like value under some key (the key itself is
+        only known at run time): an answer table with the key left out. True when reported."""
+        for run, _ in digit_runs(text):
+            if run not in self.literal_runs:
+                self.report(
+                    "integrity.answer_table",
+                    f"a decode loop over literal data gives product-id-like value {run} with key {key} "
+                    "(the key is computed at run time)",
+                    node,
+                )
+                return True
+        return False
+
     # -- assembled values ----------------------------------------------------------------------------------
     def assembled(self, value: str | bytes, node: ast.AST) -> bool:
         """Report an id-like run in a value an operation produced, unless the same run is a literal

@@ -23,6 +23,7 @@ from typing import Any
 from shoparena.admission.evaluator import (
     MAX_DEPTH,
     Break,
+    BudgetExhausted,
     Continue,
     ControlFlow,
     Evaluator,
@@ -50,6 +51,13 @@ from shoparena.admission.values import (
 
 WORK_LIMIT = 100_000
 """Operations one loop, comprehension or user-function call may spend before it is abandoned."""
+PROBE_KEYS = range(256)
+"""The keys a decode loop with a key unknown at admission is tried with (lengths, byte XOR keys, shifts)."""
+PROBE_WORK = 30_000
+PROBE_TOTAL = 150_000
+"""Operations one probe (every key over a row of ~10 characters), and all probes of a file, may spend; they
+never count against the file's budget. Spending them all is reported, so decoys cannot use them up."""
+_DECODE_OPS = (ast.BitXor,)
 MAX_CALL_DEPTH = 4
 _MISSING = object()
 
@@ -58,7 +66,14 @@ Unfollowed = Callable[[ast.AST, str], None]
 
 
 class Interpreter(Evaluator):
-    def __init__(self, tree: Tree, *, on_unfollowed: Unfollowed | None = None, **options: Any):
+    def __init__(
+        self,
+        tree: Tree,
+        *,
+        on_unfollowed: Unfollowed | None = None,
+        on_keyed: Callable[[str, ast.AST, int], bool] | None = None,
+        **options: Any,
+    ):
         super().__init__(**options)
         self.tree = tree
         self.on_unfollowed = on_unfollowed
@@ -68,11 +83,17 @@ class Interpreter(Evaluator):
         self._generators: dict[int, bool] = {}
         self.statement: ast.AST | None = None
         """The statement being executed: where a run out of budget or depth is reported."""
+        self.on_keyed = on_keyed
+        self.key: int | None = None
+        """While probing a decode loop: the key every unknown name and call stands for."""
+        self.probe_spent = 0
+        self.keyed_found = False
+        self._decoders: dict[int, bool] = {}
 
     def unfollowed(self, node: ast.AST, why: str) -> None:
         """Constant computation that was cut short: reported, so that making a decoder expensive (or
-        its data long) cannot hide what it decodes."""
-        if self.on_unfollowed is not None:
+        its data long) cannot hide what it decodes (not while probing keys: that is not the program)."""
+        if self.on_unfollowed is not None and self.key is None:
             self.on_unfollowed(node, why)
 
     # -- functions -----------------------------------------------------------------------------------------
@@ -159,7 +180,7 @@ class Interpreter(Evaluator):
     def _comprehension(self, node, frame: Frame):
         saved = self.limited(WORK_LIMIT)
         try:
-            return super()._comprehension(node, frame)
+            value = super()._comprehension(node, frame)
         except WorkLimit:
             if self.budget < saved:
                 raise
@@ -167,6 +188,72 @@ class Interpreter(Evaluator):
             return UNKNOWN
         finally:
             self.floor = saved
+        if (
+            value is UNKNOWN
+            and self.on_keyed is not None
+            and self.key is None
+            and not self.keyed_found  # one keyed table rejects the file: the rest need not be tried
+            and self._decodes(node)
+        ):
+            self._probe(node, frame)
+        return value
+
+    # -- decode loops whose key is known only at run time ----------------------------------------------
+    def _name(self, node: ast.Name, frame: Frame) -> Any:
+        value = self.lookup(node.id, frame)
+        return self.key if value is UNKNOWN and self.key is not None else value
+
+    def _call(self, node: ast.Call, frame: Frame) -> Any:
+        value = super()._call(node, frame)
+        return self.key if value is UNKNOWN and self.key is not None else value
+
+    def _decodes(self, node: ast.AST) -> bool:
+        """A comprehension that works on character codes: chr/ord or XOR in its element."""
+        found = self._decoders.get(id(node))
+        if found is None:
+            found = any(
+                (
+                    isinstance(part, ast.Call)
+                    and isinstance(part.func, ast.Name)
+                    and part.func.id in ("chr", "ord")
+                )
+                or (isinstance(part, ast.BinOp) and isinstance(part.op, _DECODE_OPS))
+                for part in self.tree.walk(node.elt if hasattr(node, "elt") else node)
+            )
+            self._decoders[id(node)] = found
+        return found
+
+    def _probe(self, node, frame: Frame) -> None:
+        """Run a decode comprehension again with every unknown name and call taken as one key, for each
+        key in PROBE_KEYS: a literal table that decodes to a product id under some key hides answers,
+        whatever the key turns out to be at run time. Probes spend their own bounded work, never the
+        file's budget, and observe nothing (a value seen under a guessed key is not the program's)."""
+        budget, floor, observe, generator = self.budget, self.floor, self.observe, self.generator
+        self.observe = None
+        iterable = self.eval(node.generators[0].iter, frame)
+        self.observe = observe
+        if items_of(iterable) is None:
+            return  # not a loop over literal data
+        if self.probe_spent >= PROBE_TOTAL:
+            self.unfollowed(node, "more decode loops with a run-time key than admission can try every key of")
+            return
+        self.observe = None
+        self.budget = PROBE_WORK + 1
+        self.floor = 1
+        try:
+            for key in PROBE_KEYS:
+                self.key = key
+                value = Evaluator._comprehension(self, node, frame)
+                text = _decoded_text(value)
+                if text and self.on_keyed(text, node, key):  # type: ignore[misc]
+                    self.keyed_found = True
+                    break
+        except (WorkLimit, BudgetExhausted, TooDeep, ControlFlow):
+            pass
+        finally:
+            self.probe_spent += PROBE_WORK + 1 - self.budget
+            self.key = None
+            self.budget, self.floor, self.observe, self.generator = budget, floor, observe, generator
 
     # -- statements ------------------------------------------------------------------------------------
     def forget_all(self, names: Iterable[str], frame: Frame) -> None:
@@ -508,6 +595,17 @@ class Interpreter(Evaluator):
                     self.exec_block(node.body, inner)
             except ControlFlow:
                 pass
+
+
+def _decoded_text(value: Any) -> str | None:
+    """What a decode comprehension's elements make when joined: characters, or byte values."""
+    if not isinstance(value, list) or not value:
+        return None
+    if all(isinstance(item, str) for item in value):
+        return "".join(value)
+    if all(type(item) is int and 0 <= item < 256 for item in value):
+        return bytes(value).decode("latin-1")
+    return None
 
 
 _STATEMENTS = {

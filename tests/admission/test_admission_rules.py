@@ -450,3 +450,23 @@ def test_a_hex_blob_table_names_its_rule_and_line_for_every_finding():
     assert found and all(v.line is not None and v.rule in RULES for v in found)
     [summary] = [v for v in found if "more findings" in v.message]
     assert summary.rule == "integrity.encoded_blob" and summary.line == 22  # the first one left out
+
+
+def test_a_decode_loop_over_literal_rows_is_tried_with_every_key():
+    # one row: no table shape; the key exists only at run time; the loop gives an id under key 9 + 49
+    row = "".join(chr(ord(d) + 58 + i) for i, d in enumerate("5035687794"))
+    source = (
+        f"ROW = {row!r}\n\ndef agent_main(problem_data):\n    key = len(problem_data) + 49\n"
+        "    return ''.join(chr(ord(c) - key - i) for i, c in enumerate(ROW))\n"
+    )
+    [found] = [v for v in check(source) if v.rule == "integrity.answer_table"]
+    assert "5035687794" in found.message and found.line == 5
+
+
+def test_probing_keys_spends_no_budget_and_reports_nothing_ordinary():
+    source = (
+        "WORDS = ['wireless earbuds', 'coffee grinder']\n\ndef agent_main(problem_data):\n"
+        "    shift = len(problem_data)\n"
+        "    return [''.join(chr((ord(c) + shift) % 128) for c in w) for w in WORDS]\n"
+    )
+    assert check(source) == []

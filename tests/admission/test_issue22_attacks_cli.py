@@ -31,6 +31,8 @@ ISSUE_22 = [
     "hidden_letter_table",
     "xor_byte_table",
     "packed_letter_string",
+    "position_keyed_table",
+    "xor_rows_loop",
 ]
 
 
