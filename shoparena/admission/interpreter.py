@@ -195,7 +195,7 @@ class Interpreter(Evaluator):
             and not self.keyed_found  # one keyed table rejects the file: the rest need not be tried
             and self._decodes(node)
         ):
-            self._probe(node, frame)
+            self._probe_comprehension(node, frame)
         return value
 
     # -- decode loops whose key is known only at run time ----------------------------------------------
@@ -208,7 +208,7 @@ class Interpreter(Evaluator):
         return self.key if value is UNKNOWN and self.key is not None else value
 
     def _decodes(self, node: ast.AST) -> bool:
-        """A comprehension that works on character codes: chr/ord or XOR in its element."""
+        """A comprehension or loop that works on character codes: chr/ord or XOR in its element or body."""
         found = self._decoders.get(id(node))
         if found is None:
             found = any(
@@ -218,34 +218,42 @@ class Interpreter(Evaluator):
                     and part.func.id in ("chr", "ord")
                 )
                 or (isinstance(part, ast.BinOp) and isinstance(part.op, _DECODE_OPS))
-                for part in self.tree.walk(node.elt if hasattr(node, "elt") else node)
+                for root in (node.body if isinstance(node, ast.For) else [getattr(node, "elt", node)])
+                for part in self.tree.walk(root)
             )
             self._decoders[id(node)] = found
         return found
 
-    def _probe(self, node, frame: Frame) -> None:
-        """Run a decode comprehension again with every unknown name and call taken as one key, for each
-        key in PROBE_KEYS: a literal table that decodes to a product id under some key hides answers,
-        whatever the key turns out to be at run time. Probes spend their own bounded work, never the
-        file's budget, and observe nothing (a value seen under a guessed key is not the program's)."""
-        budget, floor, observe, generator = self.budget, self.floor, self.observe, self.generator
-        self.observe = None
-        iterable = self.eval(node.generators[0].iter, frame)
-        self.observe = observe
-        if items_of(iterable) is None:
-            return  # not a loop over literal data
+    def _probe_comprehension(self, node, frame: Frame) -> None:
+        observe, self.observe = self.observe, None
+        try:
+            iterable = self.eval(node.generators[0].iter, frame)
+        finally:
+            self.observe = observe
+        if items_of(iterable) is not None:  # a comprehension over literal data
+            self._probe(
+                node,
+                lambda: (
+                    [text] if (text := _decoded_text(Evaluator._comprehension(self, node, frame))) else []
+                ),
+            )
+
+    def _probe(self, node: ast.AST, run: Callable[[], list[str]]) -> None:
+        """Run a decode loop again with every unknown name and call taken as one key, for each key in
+        PROBE_KEYS: literal data that decodes to a product id under some key hides answers, whatever the
+        key turns out to be at run time. Probes spend their own bounded work, never the file's budget,
+        and observe nothing (a value seen under a guessed key is not the program's)."""
         if self.probe_spent >= PROBE_TOTAL:
             self.unfollowed(node, "more decode loops with a run-time key than admission can try every key of")
             return
+        budget, floor, observe, generator = self.budget, self.floor, self.observe, self.generator
         self.observe = None
         self.budget = PROBE_WORK + 1
         self.floor = 1
         try:
             for key in PROBE_KEYS:
                 self.key = key
-                value = Evaluator._comprehension(self, node, frame)
-                text = _decoded_text(value)
-                if text and self.on_keyed(text, node, key):  # type: ignore[misc]
+                if any(self.on_keyed(text, node, key) for text in run()):  # type: ignore[misc]
                     self.keyed_found = True
                     break
         except (WorkLimit, BudgetExhausted, TooDeep, ControlFlow):
@@ -451,6 +459,33 @@ class Interpreter(Evaluator):
                 self.unfollowed(node, f"a loop over {len(iterable):,} known elements: too many to follow")
             self._havoc_loop(node, frame)
             return
+        probe = (
+            self.on_keyed is not None
+            and self.key is None
+            and not self.keyed_found
+            and self.loop_depth == 0
+            and self._decodes(node)
+        )
+        before = _copied(frame.vars) if probe else None
+        self._follow_loop(node, frame, items)
+        if before is not None:
+            bound = sorted(self.tree.binds(node.body) - self.aliases.keys())
+            if any(frame.vars.get(name) is UNKNOWN for name in bound):
+                self._probe(node, lambda: self._loop_texts(node, frame, before, items, bound))
+
+    def _loop_texts(
+        self, node: ast.For | ast.AsyncFor, frame: Frame, before: dict, items: list, bound: list
+    ) -> list[str]:
+        """One key's run of a decode loop from the state before it: the texts it leaves in its names."""
+        after = frame.vars
+        frame.vars = _copied(before)
+        try:
+            self._follow_loop(node, frame, items)
+            return [text for name in bound if (text := _decoded_text(frame.vars.get(name))) is not None]
+        finally:
+            frame.vars = after
+
+    def _follow_loop(self, node: ast.For | ast.AsyncFor, frame: Frame, items: list) -> None:
         saved = self.limited(WORK_LIMIT)
         abandoned = False
         self.loop_depth += 1
@@ -597,8 +632,27 @@ class Interpreter(Evaluator):
                 pass
 
 
+def _copied(variables: dict) -> dict:
+    """A frame's values with their lists and dicts copied (a loop run under a guessed key mutates them)."""
+
+    def copy(value: Any, depth: int = 0) -> Any:
+        if depth > 8:
+            return UNKNOWN
+        if isinstance(value, list):
+            return [copy(item, depth + 1) for item in value]
+        if isinstance(value, dict):
+            return {key: copy(item, depth + 1) for key, item in value.items()}
+        return value
+
+    return {name: copy(value) for name, value in variables.items()}
+
+
 def _decoded_text(value: Any) -> str | None:
-    """What a decode comprehension's elements make when joined: characters, or byte values."""
+    """What a decoder leaves: a string, bytes, or elements that join into one (characters, byte values)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
     if not isinstance(value, list) or not value:
         return None
     if all(isinstance(item, str) for item in value):

@@ -33,6 +33,7 @@ ISSUE_22 = [
     "packed_letter_string",
     "position_keyed_table",
     "xor_rows_loop",
+    "for_loop_keyed_decoder",
 ]
 
 
