@@ -642,6 +642,8 @@ def _copied(variables: dict) -> dict:
             return [copy(item, depth + 1) for item in value]
         if isinstance(value, dict):
             return {key: copy(item, depth + 1) for key, item in value.items()}
+        if isinstance(value, Seeded):
+            return UNKNOWN  # its draws under a guessed key must not advance the real generator
         return value
 
     return {name: copy(value) for name, value in variables.items()}
