@@ -1,7 +1,7 @@
 """`check_submission(code) -> list[Violation]`: the whole admission pipeline for one submitted file.
 
-Order: format (size, encoding, coding cookie, parse, agent_main) → names → security → integrity
-(literal shapes, then the evaluator's assembled values). Format failures stop the pipeline (there is
+Order: format (size, encoding, coding cookie, parse, agent_main) → names → security → the doors of
+issue 22 (`doors.py`) → integrity (literal shapes, then the evaluator's assembled values). Format failures stop the pipeline (there is
 no tree to analyse); security and integrity findings are all reported, so a miner sees every problem
 at once. Deterministic: the same bytes give the same list, in (line, col, rule) order.
 """
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from shoparena.admission.doors import DoorCheck
 from shoparena.admission.evaluator import BudgetExhausted, TooDeep
 from shoparena.admission.integrity import IntegrityCheck
 from shoparena.admission.interpreter import Interpreter
@@ -53,14 +54,24 @@ class _Collector:
         self.found.add((line or 0, -1 if col is None else col, rule, message))
 
     def result(self) -> list[Violation]:
+        """Every finding names its rule and a line: a whole-file finding points at line 1, and the summary
+        of a rule's findings past the cap points at the first one it leaves out."""
         kept: list[Violation] = []
         per_rule: dict[str, int] = {}
+        first_left_out: dict[str, tuple[int, int]] = {}
         for line, col, rule, message in sorted(self.found):
             per_rule[rule] = per_rule.get(rule, 0) + 1
             if per_rule[rule] <= MAX_PER_RULE:
-                kept.append(violation(rule, message, line or None, None if col < 0 else col + 1))
+                kept.append(violation(rule, message, line or 1, None if col < 0 else col + 1))
+            else:
+                first_left_out.setdefault(rule, (line or 1, col))
         extra = [
-            violation(rule, f"… and {count - MAX_PER_RULE} more findings of this rule")
+            violation(
+                rule,
+                f"… and {count - MAX_PER_RULE} more findings of this rule, the first here",
+                first_left_out[rule][0],
+                None if first_left_out[rule][1] < 0 else first_left_out[rule][1] + 1,
+            )
             for rule, count in sorted(per_rule.items())
             if count > MAX_PER_RULE
         ]
@@ -70,7 +81,7 @@ class _Collector:
 def _decode(code: bytes) -> tuple[str | None, list[Violation]]:
     if len(code) > MAX_SOURCE_BYTES:
         return None, [
-            violation("format.size", f"{len(code):,} bytes; the limit is {MAX_SOURCE_BYTES:,} (1 MiB)")
+            violation("format.size", f"{len(code):,} bytes; the limit is {MAX_SOURCE_BYTES:,} (1 MiB)", 1)
         ]
     try:
         text = code.decode("utf-8")
@@ -95,11 +106,11 @@ def _parse(text: str) -> tuple[ast.Module | None, list[Violation]]:
         return ast.parse(text, filename="<agent>"), []
     except SyntaxError as exc:
         message = f"does not parse: {exc.msg}"
-        line = exc.lineno if exc.lineno and exc.lineno > 0 else None
-        col = exc.offset if line and exc.offset and exc.offset > 0 else None
+        line = exc.lineno if exc.lineno and exc.lineno > 0 else 1
+        col = exc.offset if exc.lineno and exc.offset and exc.offset > 0 else None
         return None, [violation("format.syntax", message, line, col)]
     except (ValueError, RecursionError, MemoryError) as exc:
-        return None, [violation("format.syntax", f"does not parse: {type(exc).__name__}: {exc}")]
+        return None, [violation("format.syntax", f"does not parse: {type(exc).__name__}: {exc}", 1)]
 
 
 def _callable_with_one(args: ast.arguments) -> bool:
@@ -117,7 +128,7 @@ def _agent_main(tree: ast.Module) -> list[Violation]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "agent_main"
     ]
     if not definitions:
-        return [violation("format.agent_main", "no module-level `def agent_main(problem_data)`")]
+        return [violation("format.agent_main", "no module-level `def agent_main(problem_data)`", 1)]
     last = definitions[-1]
     if isinstance(last, ast.AsyncFunctionDef):
         return [
@@ -173,6 +184,7 @@ def _analyse(code: bytes) -> list[Violation]:
     constants = module_constants(module, names)
     security = SecurityCheck(names, constants, found.add)
     security.run(tree)
+    DoorCheck(names, security.fold, security.module_paths, found.add).run(tree)
     integrity = IntegrityCheck(found.add, names.is_builtin, text)
     integrity.run(tree)
 
@@ -186,6 +198,7 @@ def _analyse(code: bytes) -> list[Violation]:
     interpreter = Interpreter(
         tree,
         on_unfollowed=unfollowed,
+        on_keyed=integrity.keyed,
         aliases=names.evaluator_aliases(),
         bound_names=names.bound,
         budget=INTERPRET_BASE_BUDGET + int(INTERPRET_BUDGET_PER_NODE * len(tree.nodes)),
@@ -196,10 +209,12 @@ def _analyse(code: bytes) -> list[Violation]:
     except BudgetExhausted:
         found.add(
             "integrity.unanalysable",
-            "constant computations exceed the analysis budget (long loops over constant data?)",
+            "constant computations exceed the analysis budget (long loops over constant data?): "
+            "it ran out here",
+            interpreter.statement,
         )
     except TooDeep:
-        found.add("integrity.unanalysable", "code nested too deeply to analyse")
+        found.add("integrity.unanalysable", "code nested too deeply to analyse", interpreter.statement)
     return found.result()
 
 
@@ -212,4 +227,6 @@ def check_submission(code: bytes) -> list[Violation]:
     try:
         return analyse(code)
     except Exception as exc:
-        return [violation("format.unanalysable", f"the checker failed on this file ({type(exc).__name__})")]
+        return [
+            violation("format.unanalysable", f"the checker failed on this file ({type(exc).__name__})", 1)
+        ]

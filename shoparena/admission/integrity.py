@@ -24,6 +24,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
+from shoparena.admission.ciphers import TABLE_MIN, candidate, cipher_table, packed_ids, small_alphabet_group
 from shoparena.admission.syntax import Tree
 
 ID_ALLOWANCE = 3
@@ -234,11 +235,17 @@ class IntegrityCheck:
         """Digit runs and blobs already reported from the raw source text."""
         self.source = source
         self.reported_nodes: set[int] = set()
+        self.cipher_candidates: list[tuple[str, ast.AST]] = []
+        """Every id-length string assigned to a name (`A = "fadhgbcaed"`), for answer tables spread over
+        many constants."""
+        self.cipher_nodes: set[int] = set()
 
     # -- literals ----------------------------------------------------------------------------------------
     def run(self, tree: Tree) -> None:
         self.tree = tree
         self._identifier_set: set[str] | None = None
+        self.assigned_constants: set[int] = set()
+        """`NAME = "…"` values, noted when the assignment is met (before its value, in pre-order)."""
         self._scan_source(self.source)
         chained: set[int] = set()
         handlers = {
@@ -251,6 +258,7 @@ class IntegrityCheck:
             ast.ListComp: self._comprehension,
             ast.GeneratorExp: self._comprehension,
             ast.SetComp: self._comprehension,
+            ast.Assign: self._assignment,
         }
         for node in tree.nodes:
             kind = type(node)
@@ -264,6 +272,7 @@ class IntegrityCheck:
             handler = handlers.get(kind)
             if handler is not None:
                 handler(node)
+        self._spread_cipher_table()
         distinct = list(self.literal_ids)
         for run in distinct[ID_ALLOWANCE:][:20]:
             first = self.literal_ids[run][0]
@@ -294,6 +303,11 @@ class IntegrityCheck:
             value = value.decode("latin-1")
         if not isinstance(value, str):
             return
+        if id(node) in self.assigned_constants and len(self.cipher_candidates) < 4096 and candidate(value):
+            self.cipher_candidates.append((value, node))
+        packed = packed_ids(value)
+        if packed:
+            self._cipher(packed, node)
         for run in id_runs(value):
             self._literal_id(run, node)
         for run in long_digit_runs(value):
@@ -346,14 +360,17 @@ class IntegrityCheck:
                 self.report("integrity.answer_table", f"table keyed by {len(keys)} query texts", node)
             elif sum(map(_hash_like, keys)) >= TABLE_MIN_ENTRIES or numbered >= TABLE_MIN_ENTRIES:
                 self.report("integrity.answer_table", f"table keyed by {len(keys)} hashes or numbers", node)
-            elif sum(map(_title_like, values)) >= TITLE_LIST_MIN:
+            elif len(values) >= TITLE_LIST_MIN and sum(map(_title_like, values)) >= TITLE_LIST_MIN:
                 self.report(
                     "integrity.answer_table", f"table of {len(values)} product-title-like values", node
                 )
         self._digit_table([*node.keys, *node.values], node)
+        self._cipher_table([*node.keys, *node.values], node)
 
     def _sequence(self, node: ast.List | ast.Tuple | ast.Set) -> None:
         elements = node.elts
+        if len(elements) < min(CHAR_CODE_MIN, TABLE_MIN):
+            return  # every shape below needs four elements or more (most tuples in code have two or three)
         ints = [_const(e) for e in elements]
         if len(ints) >= 8 and all(
             isinstance(v, int) and not isinstance(v, bool) and 48 <= v <= 57 for v in ints
@@ -365,13 +382,54 @@ class IntegrityCheck:
             and sum(_query_like(_const(p.elts[0])) for p in pairs) >= TABLE_MIN_ENTRIES
         ):
             self.report("integrity.answer_table", f"table of {len(pairs)} (query, answer) pairs", node)
-        if sum(_title_like(_const(e)) for e in elements) >= TITLE_LIST_MIN:
+        if (
+            len(elements) >= TITLE_LIST_MIN
+            and sum(_title_like(_const(e)) for e in elements) >= TITLE_LIST_MIN
+        ):
             self.report("integrity.answer_table", f"list of {len(elements)} product-title-like strings", node)
         if len(elements) >= CHAR_CODE_MIN and all(self._is_chr_literal(e) for e in elements):
             self.report("integrity.char_codes", f"{len(elements)} chr(<code>) calls in a row", node)
         self._digit_table(elements, node)
+        self._cipher_table(elements, node)
+
+    def _assignment(self, node: ast.Assign) -> None:
+        if type(node.value) is ast.Constant:
+            self.assigned_constants.add(id(node.value))
+
+    def _cipher_table(self, elements: list, node: ast.AST) -> None:
+        if len(elements) < TABLE_MIN:
+            return
+        texts = []
+        for element in elements:
+            value = element.value if type(element) is ast.Constant else None
+            if type(value) is bytes:
+                value = value.decode("latin-1")
+            if type(value) is str and 9 <= len(value) <= 15:
+                texts.append(value)
+        if len(texts) >= TABLE_MIN:
+            why = cipher_table(texts)
+            if why:
+                self._cipher(why, node)
+
+    def _cipher(self, why: str, node: ast.AST) -> None:
+        self.cipher_nodes.add(id(node))
+        self.report("integrity.answer_table", f"{why} (ids decoded with a key)", node)
+
+    def _spread_cipher_table(self) -> None:
+        """The same shape spread over separate constants (`A = "fadhgbcaed"`, `B = …`)."""
+        texts = [text for text, _ in self.cipher_candidates]
+        if len(set(texts)) < TABLE_MIN:
+            return
+        group, seed = small_alphabet_group(texts)
+        if group >= TABLE_MIN and not self.cipher_nodes:
+            self._cipher(
+                f"{group} id-length strings over at most 10 symbols across the file",
+                self.cipher_candidates[seed][1],
+            )
 
     def _digit_table(self, elements: list, node: ast.AST) -> None:
+        if len(elements) < DIGIT_TABLE_MIN:
+            return
         digit_strings = [
             v
             for v in map(_const, elements)
@@ -428,6 +486,20 @@ class IntegrityCheck:
                 count += 1
         if count >= CHAR_CODE_MIN:
             self.report("integrity.char_codes", f"{count} chr(<code>) calls concatenated", node)
+
+    def keyed(self, text: str, node: ast.AST, key: int) -> bool:
+        """A decode loop over literal data that gives an id-like value under some key (the key itself is
+        only known at run time): an answer table with the key left out. True when reported."""
+        for run, _ in digit_runs(text):
+            if run not in self.literal_runs:
+                self.report(
+                    "integrity.answer_table",
+                    f"a decode loop over literal data gives product-id-like value {run} with key {key} "
+                    "(the key is computed at run time)",
+                    node,
+                )
+                return True
+        return False
 
     # -- assembled values ----------------------------------------------------------------------------------
     def assembled(self, value: str | bytes, node: ast.AST) -> bool:

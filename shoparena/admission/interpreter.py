@@ -23,6 +23,7 @@ from typing import Any
 from shoparena.admission.evaluator import (
     MAX_DEPTH,
     Break,
+    BudgetExhausted,
     Continue,
     ControlFlow,
     Evaluator,
@@ -50,6 +51,13 @@ from shoparena.admission.values import (
 
 WORK_LIMIT = 100_000
 """Operations one loop, comprehension or user-function call may spend before it is abandoned."""
+PROBE_KEYS = range(256)
+"""The keys a decode loop with a key unknown at admission is tried with (lengths, byte XOR keys, shifts)."""
+PROBE_WORK = 30_000
+PROBE_TOTAL = 150_000
+"""Operations one probe (every key over a row of ~10 characters), and all probes of a file, may spend; they
+never count against the file's budget. Spending them all is reported, so decoys cannot use them up."""
+_DECODE_OPS = (ast.BitXor,)
 MAX_CALL_DEPTH = 4
 _MISSING = object()
 
@@ -58,7 +66,14 @@ Unfollowed = Callable[[ast.AST, str], None]
 
 
 class Interpreter(Evaluator):
-    def __init__(self, tree: Tree, *, on_unfollowed: Unfollowed | None = None, **options: Any):
+    def __init__(
+        self,
+        tree: Tree,
+        *,
+        on_unfollowed: Unfollowed | None = None,
+        on_keyed: Callable[[str, ast.AST, int], bool] | None = None,
+        **options: Any,
+    ):
         super().__init__(**options)
         self.tree = tree
         self.on_unfollowed = on_unfollowed
@@ -66,11 +81,19 @@ class Interpreter(Evaluator):
         self.loop_depth = 0
         """How many loops being followed iteration by iteration enclose the current statement."""
         self._generators: dict[int, bool] = {}
+        self.statement: ast.AST | None = None
+        """The statement being executed: where a run out of budget or depth is reported."""
+        self.on_keyed = on_keyed
+        self.key: int | None = None
+        """While probing a decode loop: the key every unknown name and call stands for."""
+        self.probe_spent = 0
+        self.keyed_found = False
+        self._decoders: dict[int, bool] = {}
 
     def unfollowed(self, node: ast.AST, why: str) -> None:
         """Constant computation that was cut short: reported, so that making a decoder expensive (or
-        its data long) cannot hide what it decodes."""
-        if self.on_unfollowed is not None:
+        its data long) cannot hide what it decodes (not while probing keys: that is not the program)."""
+        if self.on_unfollowed is not None and self.key is None:
             self.on_unfollowed(node, why)
 
     # -- functions -----------------------------------------------------------------------------------------
@@ -157,7 +180,7 @@ class Interpreter(Evaluator):
     def _comprehension(self, node, frame: Frame):
         saved = self.limited(WORK_LIMIT)
         try:
-            return super()._comprehension(node, frame)
+            value = super()._comprehension(node, frame)
         except WorkLimit:
             if self.budget < saved:
                 raise
@@ -165,6 +188,80 @@ class Interpreter(Evaluator):
             return UNKNOWN
         finally:
             self.floor = saved
+        if (
+            value is UNKNOWN
+            and self.on_keyed is not None
+            and self.key is None
+            and not self.keyed_found  # one keyed table rejects the file: the rest need not be tried
+            and self._decodes(node)
+        ):
+            self._probe_comprehension(node, frame)
+        return value
+
+    # -- decode loops whose key is known only at run time ----------------------------------------------
+    def _name(self, node: ast.Name, frame: Frame) -> Any:
+        value = self.lookup(node.id, frame)
+        return self.key if value is UNKNOWN and self.key is not None else value
+
+    def _call(self, node: ast.Call, frame: Frame) -> Any:
+        value = super()._call(node, frame)
+        return self.key if value is UNKNOWN and self.key is not None else value
+
+    def _decodes(self, node: ast.AST) -> bool:
+        """A comprehension or loop that works on character codes: chr/ord or XOR in its element or body."""
+        found = self._decoders.get(id(node))
+        if found is None:
+            found = any(
+                (
+                    isinstance(part, ast.Call)
+                    and isinstance(part.func, ast.Name)
+                    and part.func.id in ("chr", "ord")
+                )
+                or (isinstance(part, ast.BinOp) and isinstance(part.op, _DECODE_OPS))
+                for root in (node.body if isinstance(node, ast.For) else [getattr(node, "elt", node)])
+                for part in self.tree.walk(root)
+            )
+            self._decoders[id(node)] = found
+        return found
+
+    def _probe_comprehension(self, node, frame: Frame) -> None:
+        observe, self.observe = self.observe, None
+        try:
+            iterable = self.eval(node.generators[0].iter, frame)
+        finally:
+            self.observe = observe
+        if items_of(iterable) is not None:  # a comprehension over literal data
+            self._probe(
+                node,
+                lambda: (
+                    [text] if (text := _decoded_text(Evaluator._comprehension(self, node, frame))) else []
+                ),
+            )
+
+    def _probe(self, node: ast.AST, run: Callable[[], list[str]]) -> None:
+        """Run a decode loop again with every unknown name and call taken as one key, for each key in
+        PROBE_KEYS: literal data that decodes to a product id under some key hides answers, whatever the
+        key turns out to be at run time. Probes spend their own bounded work, never the file's budget,
+        and observe nothing (a value seen under a guessed key is not the program's)."""
+        if self.probe_spent >= PROBE_TOTAL:
+            self.unfollowed(node, "more decode loops with a run-time key than admission can try every key of")
+            return
+        budget, floor, observe, generator = self.budget, self.floor, self.observe, self.generator
+        self.observe = None
+        self.budget = PROBE_WORK + 1
+        self.floor = 1
+        try:
+            for key in PROBE_KEYS:
+                self.key = key
+                if any(self.on_keyed(text, node, key) for text in run()):  # type: ignore[misc]
+                    self.keyed_found = True
+                    break
+        except (WorkLimit, BudgetExhausted, TooDeep, ControlFlow):
+            pass
+        finally:
+            self.probe_spent += PROBE_WORK + 1 - self.budget
+            self.key = None
+            self.budget, self.floor, self.observe, self.generator = budget, floor, observe, generator
 
     # -- statements ------------------------------------------------------------------------------------
     def forget_all(self, names: Iterable[str], frame: Frame) -> None:
@@ -177,6 +274,7 @@ class Interpreter(Evaluator):
             self.exec(statement, frame)
 
     def exec(self, node: ast.stmt, frame: Frame) -> None:
+        self.statement = node
         self.tick()
         self.depth += 1
         try:
@@ -361,6 +459,33 @@ class Interpreter(Evaluator):
                 self.unfollowed(node, f"a loop over {len(iterable):,} known elements: too many to follow")
             self._havoc_loop(node, frame)
             return
+        probe = (
+            self.on_keyed is not None
+            and self.key is None
+            and not self.keyed_found
+            and self.loop_depth == 0
+            and self._decodes(node)
+        )
+        before = _copied(frame.vars) if probe else None
+        self._follow_loop(node, frame, items)
+        if before is not None:
+            bound = sorted(self.tree.binds(node.body) - self.aliases.keys())
+            if any(frame.vars.get(name) is UNKNOWN for name in bound):
+                self._probe(node, lambda: self._loop_texts(node, frame, before, items, bound))
+
+    def _loop_texts(
+        self, node: ast.For | ast.AsyncFor, frame: Frame, before: dict, items: list, bound: list
+    ) -> list[str]:
+        """One key's run of a decode loop from the state before it: the texts it leaves in its names."""
+        after = frame.vars
+        frame.vars = _copied(before)
+        try:
+            self._follow_loop(node, frame, items)
+            return [text for name in bound if (text := _decoded_text(frame.vars.get(name))) is not None]
+        finally:
+            frame.vars = after
+
+    def _follow_loop(self, node: ast.For | ast.AsyncFor, frame: Frame, items: list) -> None:
         saved = self.limited(WORK_LIMIT)
         abandoned = False
         self.loop_depth += 1
@@ -505,6 +630,38 @@ class Interpreter(Evaluator):
                     self.exec_block(node.body, inner)
             except ControlFlow:
                 pass
+
+
+def _copied(variables: dict) -> dict:
+    """A frame's values with their lists and dicts copied (a loop run under a guessed key mutates them)."""
+
+    def copy(value: Any, depth: int = 0) -> Any:
+        if depth > 8:
+            return UNKNOWN
+        if isinstance(value, list):
+            return [copy(item, depth + 1) for item in value]
+        if isinstance(value, dict):
+            return {key: copy(item, depth + 1) for key, item in value.items()}
+        if isinstance(value, Seeded):
+            return UNKNOWN  # its draws under a guessed key must not advance the real generator
+        return value
+
+    return {name: copy(value) for name, value in variables.items()}
+
+
+def _decoded_text(value: Any) -> str | None:
+    """What a decoder leaves: a string, bytes, or elements that join into one (characters, byte values)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if not isinstance(value, list) or not value:
+        return None
+    if all(isinstance(item, str) for item in value):
+        return "".join(value)
+    if all(type(item) is int and 0 <= item < 256 for item in value):
+        return bytes(value).decode("latin-1")
+    return None
 
 
 _STATEMENTS = {

@@ -14,8 +14,8 @@ Kind = Literal["security", "integrity", "format"]
 
 
 class Violation(BaseModel):
-    """One finding. `line`/`col` are 1-based and point into the submitted file (None when the finding is
-    about the whole file, e.g. its size or encoding)."""
+    """One finding. `line`/`col` are 1-based and point into the submitted file; a finding about the whole
+    file (its size, a missing agent_main, the checker failing) points at line 1 with no column."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -146,14 +146,54 @@ _RULES = [
     Rule(
         id="security.file_write",
         kind="security",
-        summary="filesystem writes through pathlib or logging (write_text, write_bytes, touch, mkdir, "
-        "unlink, FileHandler, basicConfig(filename=…), …)",
+        summary="filesystem writes through any stdlib writer: pathlib (write_text, write_bytes, touch, "
+        "mkdir, unlink, rename, replace, symlink_to, …), logging (FileHandler, basicConfig(filename=…)), "
+        "xml.etree's ElementTree.write, tempfile, zipfile, tarfile, sqlite3, dbm, shelve",
     ),
     Rule(
         id="security.host_path",
         kind="security",
         summary="a host path by literal (/proc, /etc, /dev, /sys, home directories): opened, or a string "
         "(f-string parts included) that starts with one",
+    ),
+    # -- issue 22: doors that run code or reach state without naming a banned module --------------------
+    Rule(
+        id="security.evaluated_annotation",
+        kind="security",
+        summary="an annotation something evaluates later (typing.get_type_hints, ForwardRef, "
+        "singledispatch's register, dataclasses): a string annotation, or one that is not a plain type "
+        "expression (a name bound to a value, a call, an attribute of the file's own objects)",
+    ),
+    Rule(
+        id="security.runtime_dunder",
+        kind="security",
+        summary="defines or assigns a hook Python calls behind the code's back (__subclasshook__, "
+        "__init_subclass__, __class_getitem__, __set_name__, __instancecheck__, …) or sets "
+        "__match_args__ to anything but a literal tuple of names",
+    ),
+    Rule(
+        id="security.frame_access",
+        kind="security",
+        summary="reaches live frames or their locals: inspect, faulthandler, tracemalloc, and traceback "
+        "beyond formatting an exception (walk_stack, extract_stack, StackSummary, capture_locals, …)",
+    ),
+    Rule(
+        id="security.dynamic_format",
+        kind="security",
+        summary="str.format/format_map on a template that is not a literal (a field name arriving at run "
+        "time reads attributes and items by string)",
+    ),
+    Rule(
+        id="security.process_pool",
+        kind="security",
+        summary="a process pool (concurrent.futures.ProcessPoolExecutor, concurrent.futures.process): "
+        "other interpreters, fed pickled callables",
+    ),
+    Rule(
+        id="security.computed_setattr",
+        kind="security",
+        summary="setattr/delattr with a computed name (even one that folds to an ordinary attribute), or "
+        "setting, deleting or setattr-ing an attribute of a module (monkeypatching)",
     ),
     # -- integrity -------------------------------------------------------------------------------------
     Rule(
@@ -182,7 +222,8 @@ _RULES = [
         id="integrity.answer_table",
         kind="integrity",
         summary="a constant lookup table keyed by query text, hashes or numbers; a table of digit strings; "
-        "or a list/table of product-title-like strings",
+        "a list/table of product-title-like strings; or a table of id-length strings over at most ten "
+        "symbols (digits under a substitution: a decode loop with a key known only at run time)",
     ),
     Rule(
         id="integrity.shipped_data",

@@ -28,6 +28,10 @@ class Names:
     """Names of the classes the file defines."""
     assigned: set[str] = field(default_factory=set)
     """Names some statement assigns (stores, deletes, loop and with targets): not only parameters."""
+    values: dict[str, list[ast.AST]] = field(default_factory=dict)
+    """name → the expressions `name = …` (and `name: T = …`, `(name := …)`) assign it."""
+    declared: Counter = field(default_factory=Counter)
+    """name → how many class, def and import statements bind it."""
 
     @property
     def bound(self) -> set[str]:
@@ -58,6 +62,7 @@ def _import(names: Names, node: ast.Import, copies: list) -> None:
         else:
             bound = path = alias.name.split(".")[0]
         _bind(names, bound, via_import=True)
+        names.declared[bound] += 1
         names.module_paths.setdefault(bound, set()).add(path)
 
 
@@ -67,6 +72,7 @@ def _import_from(names: Names, node: ast.ImportFrom, copies: list) -> None:
             continue
         bound = alias.asname or alias.name
         _bind(names, bound, via_import=True)
+        names.declared[bound] += 1
         if node.level == 0 and node.module:
             names.module_paths.setdefault(bound, set()).add(f"{node.module}.{alias.name}")
 
@@ -76,6 +82,8 @@ def _named(names: Names, node, copies: list) -> None:
         _bind(names, node.name)
     if isinstance(node, ast.ClassDef):
         names.classes.add(node.name)
+    if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+        names.declared[node.name] += 1
 
 
 def _arguments(names: Names, node: ast.arguments, copies: list) -> None:
@@ -94,9 +102,14 @@ def _rest(names: Names, node: ast.MatchMapping, copies: list) -> None:
 
 
 def _copy(names: Names, node: ast.Assign | ast.AnnAssign | ast.NamedExpr, copies: list) -> None:
-    if isinstance(node.value, ast.Name):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        copies.extend((t.id, node.value.id) for t in targets if isinstance(t, ast.Name))
+    if node.value is None:
+        return
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        if type(target) is ast.Name:
+            names.values.setdefault(target.id, []).append(node.value)
+            if type(node.value) is ast.Name:
+                copies.append((target.id, node.value.id))
 
 
 _COLLECTORS = {

@@ -17,7 +17,7 @@ BANNED_MODULES: frozenset[str] = frozenset(
         "binascii", "codecs", "zlib",
         # issue 12: code loading and interpreter internals
         "importlib", "imp", "builtins", "__builtin__", "runpy", "code", "codeop", "multiprocessing",
-        "marshal", "gc", "inspect", "signal",
+        "marshal", "gc", "signal",
         # processes, terminals, low-level OS access
         "posix", "nt", "pty", "tty", "termios", "fcntl", "resource", "mmap", "select", "selectors",
         "asyncio", "pipes", "mailcap", "webbrowser", "antigravity", "curses", "msvcrt", "winreg",
@@ -27,10 +27,9 @@ BANNED_MODULES: frozenset[str] = frozenset(
         "xmlrpc", "wsgiref", "cgi", "cgitb", "asyncore", "asynchat", "urllib3", "httpx", "aiohttp",
         "websocket", "websockets", "paramiko", "pycurl", "grpc", "netrc", "email",
         # serialisation that runs code, and decoders of encoded blobs
-        "dill", "cloudpickle", "shelve", "dbm", "copyreg", "pickletools", "gzip", "bz2", "lzma",
-        "zipfile", "tarfile", "zipimport", "zipapp", "uu", "quopri", "plistlib", "encodings",
+        "dill", "cloudpickle", "copyreg", "pickletools", "gzip", "bz2", "lzma", "zipimport", "zipapp", "uu", "quopri", "plistlib", "encodings",
         # file writers and databases
-        "tempfile", "fileinput", "sqlite3", "mailbox", "py_compile", "compileall", "wave", "aifc", "sunau",
+        "fileinput", "mailbox", "py_compile", "compileall", "wave", "aifc", "sunau",
         # import machinery by name, debuggers, code runners
         "pkgutil", "pydoc", "site", "modulefinder", "distutils", "setuptools", "pip", "ensurepip", "venv",
         "unittest", "doctest", "pdb", "bdb", "trace", "cProfile", "profile", "timeit", "rlcompleter",
@@ -43,11 +42,72 @@ BANNED_MODULES: frozenset[str] = frozenset(
 )  # fmt: skip
 """Top-level packages banned whole (`import x`, `import x.y`, `from x import …`)."""
 
-BANNED_SUBMODULES: frozenset[str] = frozenset(
-    {"logging.config", "logging.handlers", "xml.sax", "xml.dom", "concurrent.futures.process"}
-)
+BANNED_SUBMODULES: frozenset[str] = frozenset({"logging.config", "logging.handlers", "xml.sax", "xml.dom"})
 """Submodules banned although their package is allowed (dictConfig imports by name; handlers and
 xml.sax reach the network)."""
+
+EVALUATED_ANNOTATION = "security.evaluated_annotation"
+FRAME_ACCESS = "security.frame_access"
+FILE_WRITE = "security.file_write"
+PROCESS_POOL = "security.process_pool"
+
+FAMILY_MODULES: dict[str, str] = {
+    "inspect": FRAME_ACCESS, "faulthandler": FRAME_ACCESS, "tracemalloc": FRAME_ACCESS,
+    "tempfile": FILE_WRITE, "zipfile": FILE_WRITE, "tarfile": FILE_WRITE, "sqlite3": FILE_WRITE,
+    "dbm": FILE_WRITE, "shelve": FILE_WRITE, "pstats": FILE_WRITE,
+    "annotationlib": EVALUATED_ANNOTATION,
+}  # fmt: skip
+"""Modules banned whole under the rule of the family they belong to (issue 22) rather than banned_import."""
+
+FAMILY_PATHS: dict[str, str] = {
+    "typing.get_type_hints": EVALUATED_ANNOTATION, "typing.ForwardRef": EVALUATED_ANNOTATION,
+    "typing.evaluate_forward_ref": EVALUATED_ANNOTATION,
+    "typing_extensions.get_type_hints": EVALUATED_ANNOTATION,
+    "typing_extensions.ForwardRef": EVALUATED_ANNOTATION,
+    "typing_extensions.get_annotations": EVALUATED_ANNOTATION,
+    "typing_extensions.evaluate_forward_ref": EVALUATED_ANNOTATION,
+    "dataclasses.make_dataclass": EVALUATED_ANNOTATION,
+    "concurrent.futures.process": PROCESS_POOL,
+    "concurrent.futures.ProcessPoolExecutor": PROCESS_POOL,
+    "concurrent.futures.InterpreterPoolExecutor": PROCESS_POOL,
+    "concurrent.futures.interpreter": PROCESS_POOL,
+    "xml.etree.ElementTree.ElementTree": FILE_WRITE, "xml.etree.ElementTree.parse": FILE_WRITE,
+    "xml.etree.cElementTree": FILE_WRITE,
+    "logging.currentframe": FRAME_ACCESS,
+    "pathlib.Path.replace": FILE_WRITE, "pathlib.PosixPath.replace": FILE_WRITE,
+    "pathlib.Path.copy": FILE_WRITE, "pathlib.Path.move": FILE_WRITE,
+}  # fmt: skip
+"""Module members (and submodules) banned under their family's rule: `typing.get_type_hints` evaluates
+strings, a process pool runs pickled callables in other interpreters, an ElementTree writes files."""
+
+FAMILY_ALLOWED_MEMBERS: dict[str, tuple[frozenset[str], str, str]] = {
+    "traceback": (
+        frozenset(
+            {"format_exc", "print_exc", "format_exception", "format_exception_only", "print_exception"}
+        ),
+        FRAME_ACCESS,
+        "only traceback.format_exc/print_exc/format_exception(_only)/print_exception are allowed: the rest "
+        "walks live frames and their locals",
+    ),
+}
+"""Partly allowed modules whose forbidden members belong to a family: (allowed members, rule, hint)."""
+
+RUNTIME_HOOKS: frozenset[str] = frozenset(
+    {"__subclasshook__", "__init_subclass__", "__class_getitem__", "__set_name__", "__instancecheck__",
+     "__subclasscheck__", "__mro_entries__", "__prepare__", "__match_args__"}
+)  # fmt: skip
+"""Dunders Python calls behind the code's back (issubclass, subclassing, `C[x]`, class creation, match
+patterns): a file may not define or assign them, except `__match_args__` as a literal tuple of names."""
+
+PATH_METHODS_WITH_ONE_ARGUMENT: frozenset[str] = frozenset({"replace", "copy", "move"})
+"""`p.replace(target)` renames a file; str/bytes.replace take two arguments and dict/list.copy none, so one
+argument means a path (Path.copy and Path.move are Python 3.14's)."""
+
+TYPE_FACTORIES: frozenset[str] = frozenset(
+    {"TypeVar", "NewType", "ParamSpec", "TypeVarTuple", "TypeAliasType", "NamedTuple", "TypedDict",
+     "namedtuple"}
+)  # fmt: skip
+"""Calls whose result may be used as an annotation (a type alias `T = TypeVar("T")`)."""
 
 SHIPPED_DATA_MODULES: frozenset[str] = frozenset({"glob"})
 """Imports that only make sense for reading files beside the agent (an integrity finding)."""
@@ -92,7 +152,6 @@ BANNED_MEMBERS: dict[str, frozenset[str]] = {
         }
     ),
     "threading": frozenset({"settrace", "setprofile", "settrace_all_threads", "setprofile_all_threads"}),
-    "typing": frozenset({"get_type_hints", "ForwardRef"}),
     "string": frozenset({"Formatter"}),
     "logging": frozenset({"config", "handlers", "FileHandler", "makeLogRecord"}),
     "pathlib": frozenset(),
@@ -102,11 +161,13 @@ SHIPPED_DATA_MEMBERS: dict[str, frozenset[str]] = {"sys": frozenset({"argv"})}
 """Members that point at the agent's own file (miner_runner sets argv[0] to it)."""
 
 RESTRICTED_MODULES: frozenset[str] = frozenset(
-    {"os", "io", "urllib", "sys", "types", "threading", "typing", "string"}
+    {"os", "io", "urllib", "sys", "types", "threading", "typing", "string", "traceback"}
 )
 """Modules whose members are checked, so the module object must not escape as a value."""
 
-MODULE_NAMES_AS_ATTRIBUTES: frozenset[str] = (BANNED_MODULES | RESTRICTED_MODULES) - {"code"}
+MODULE_NAMES_AS_ATTRIBUTES: frozenset[str] = (
+    BANNED_MODULES | RESTRICTED_MODULES | frozenset(FAMILY_MODULES)
+) - {"code"}
 """A module's attribute with one of these names is (almost always) that module: `miner_sdk.urllib`,
 `json.codecs`, `dataclasses.types`. `code` is left out: `.code` is an everyday attribute name."""
 
@@ -182,7 +243,8 @@ FILE_WRITE_ATTRIBUTES: frozenset[str] = frozenset(
     {
         "write_text", "write_bytes", "touch", "mkdir", "makedirs", "unlink", "rmdir", "symlink_to",
         "hardlink_to", "link_to", "chmod", "lchmod", "chown", "lchown", "FileHandler",
-        "RotatingFileHandler", "TimedRotatingFileHandler", "WatchedFileHandler", "rename",
+        "RotatingFileHandler", "TimedRotatingFileHandler", "WatchedFileHandler", "rename", "copy_into",
+        "move_into",
     }
 )  # fmt: skip
 SHIPPED_DATA_ATTRIBUTES: frozenset[str] = frozenset({"cwd", "home", "iterdir", "rglob", "glob"})

@@ -93,6 +93,9 @@ def dangerous_attribute(name: str) -> tuple[str, str] | None:
 def banned_import(path: str) -> tuple[str, str] | None:
     parts = path.split(".")
     top = parts[0]
+    family = policy.FAMILY_MODULES.get(top)
+    if family is not None:
+        return family, f"module {top} is banned"
     if top in policy.BANNED_MODULES:
         return "security.banned_import", f"module {top} is banned"
     if top.startswith("_") and top != "__future__":
@@ -101,7 +104,13 @@ def banned_import(path: str) -> tuple[str, str] | None:
         prefix = ".".join(parts[:cut])
         if prefix in policy.BANNED_SUBMODULES:
             return "security.banned_import", f"module {prefix} is banned"
+        family = policy.FAMILY_PATHS.get(prefix)
+        if family is not None:
+            return family, f"{prefix} is banned"
         parent, member = ".".join(parts[: cut - 1]), parts[cut - 1]
+        restricted = policy.FAMILY_ALLOWED_MEMBERS.get(parent)
+        if restricted is not None and member not in restricted[0]:
+            return restricted[1], f"{parent}.{member} is not allowed ({restricted[2]})"
         allowed = policy.ALLOWED_MEMBERS.get(parent)
         if allowed is not None and member not in allowed:
             return (
@@ -283,8 +292,8 @@ class SecurityCheck:
             member = banned_member(path, name)
             if (
                 member
-                and member[0] == "security.banned_import"
-                and path.split(".")[0] in policy.BANNED_MODULES
+                and member[0] in ("security.banned_import", policy.FAMILY_MODULES.get(path.split(".")[0]))
+                and path.split(".")[0] in policy.BANNED_MODULES | policy.FAMILY_MODULES.keys()
             ):
                 continue  # the import itself was reported
             if member:

@@ -44,7 +44,7 @@ def assert_well_formed(violations: list[Violation]) -> None:
     assert isinstance(violations, list)
     for item in violations:
         assert item.rule in RULES and item.kind == RULES[item.rule].kind
-        assert item.line is None or item.line >= 1
+        assert item.line is not None and item.line >= 1  # every finding names a line (issue 22)
         assert item.col is None or item.col >= 1
     assert all(v.rule != "format.unanalysable" for v in violations)
 

@@ -46,7 +46,10 @@ def test_size_limit_is_one_mebibyte():
     assert len(padded) == MAX_SOURCE_BYTES
     assert "format.size" not in {v.rule for v in analyse(padded)}
     [too_big] = analyse(padded + b"#")
-    assert too_big.rule == "format.size" and too_big.line is None
+    assert too_big.rule == "format.size" and (too_big.line, too_big.col) == (
+        1,
+        None,
+    )  # the whole file: line 1
 
 
 def test_encoding_errors_point_at_the_bad_byte():
@@ -274,7 +277,7 @@ def test_findings_are_ordered_deduplicated_and_capped():
     many = "\n".join(f"import subprocess as s{i}" for i in range(30))
     found = check(many + MAIN)
     assert [v.line for v in found[:-1]] == list(range(1, 21))
-    assert found[-1].line is None and "10 more" in found[-1].message
+    assert found[-1].line == 21 and "10 more" in found[-1].message  # the first finding it leaves out
     assert check(many + MAIN) == found
 
 
@@ -303,3 +306,167 @@ def test_the_rules_documentation_lists_every_rule():
     documented = (REPO / "docs" / "admission.md").read_text(encoding="utf-8")
     missing = [rule for rule in RULES if f"| `{rule}` | {RULES[rule].kind} |" not in documented]
     assert missing == []
+
+
+# -- issue 22: the doors that ran code or reached state without naming anything banned ------------------
+@pytest.mark.parametrize(
+    ("source", "rule"),
+    [
+        # evaluated annotations
+        ("import functools\nH = ''.join(['in', 't'])\n@functools.singledispatch\ndef f(x):\n    return x\n"
+         "@f.register\ndef _(x: H):\n    return x", "security.evaluated_annotation"),
+        ("import dataclasses\n@dataclasses.dataclass\nclass R:\n    name: 'str'", "security.evaluated_annotation"),
+        ("def f(x: 'print(1) or int'):\n    return x", "security.evaluated_annotation"),
+        ("def f(x: len('a')):\n    return x", "security.evaluated_annotation"),
+        ("class C:\n    H = 'int'\ndef f(x: C.H):\n    return x", "security.evaluated_annotation"),
+        ("def f(x: list['H']):\n    return x\nH = 'i' + 'nt'", "security.evaluated_annotation"),
+        ("import typing\nx = typing.get_type_hints", "security.evaluated_annotation"),
+        ("from typing import ForwardRef", "security.evaluated_annotation"),
+        ("import dataclasses\nR = dataclasses.make_dataclass('R', [('a', 'int')])", "security.evaluated_annotation"),
+        # runtime hooks
+        ("class P:\n    pass\nP.__match_args__ = ('x',)", "security.runtime_dunder"),
+        ("class P:\n    __match_args__ = tuple(['x'])", "security.runtime_dunder"),
+        ("class P:\n    def __init_subclass__(cls):\n        pass", "security.runtime_dunder"),
+        ("class P:\n    @classmethod\n    def __subclasshook__(cls, o):\n        return True", "security.runtime_dunder"),
+        ("class P:\n    def __class_getitem__(cls, item):\n        return item", "security.runtime_dunder"),
+        ("class P:\n    def __set_name__(self, owner, name):\n        pass", "security.runtime_dunder"),
+        ("class P:\n    __instancecheck__ = print", "security.runtime_dunder"),
+        ("class P:\n    pass\nsetattr(P, '__match_args__', ('x',))", "security.runtime_dunder"),
+        # file writes through stdlib writers
+        ("import xml.etree.ElementTree as ET\nET.ElementTree(ET.Element('a')).write('/tmp/x')", "security.file_write"),
+        ("from xml.etree.ElementTree import parse", "security.file_write"),
+        ("from pathlib import Path\nPath('/tmp/a').replace('/tmp/b')", "security.file_write"),
+        ("from pathlib import Path\np = Path('/tmp/a')\np.rename('/tmp/b')", "security.file_write"),
+        ("from pathlib import Path\nPath.replace(Path('/tmp/a'), '/tmp/b')", "security.file_write"),
+        ("def f(p, q):\n    p.replace(q)", "security.file_write"),
+        ("def f(p, q):\n    p.copy(q)", "security.file_write"),
+        ("import tempfile", "security.file_write"),
+        ("import zipfile", "security.file_write"),
+        ("import tarfile", "security.file_write"),
+        ("import sqlite3", "security.file_write"),
+        ("import dbm", "security.file_write"),
+        ("import shelve", "security.file_write"),
+        # frames and locals
+        ("import traceback\nx = traceback.walk_stack(None)", "security.frame_access"),
+        ("import traceback\nx = traceback.StackSummary", "security.frame_access"),
+        ("from traceback import extract_stack", "security.frame_access"),
+        ("import traceback as t\nx = t.TracebackException", "security.frame_access"),
+        ("import inspect", "security.frame_access"),
+        ("import faulthandler", "security.frame_access"),
+        ("import tracemalloc", "security.frame_access"),
+        ("import logging\nx = logging.currentframe()", "security.frame_access"),
+        # format templates that are not literals
+        ("def f(t):\n    return t.format(f)", "security.dynamic_format"),
+        ("def f(t):\n    return ('{0.' + t + '}').format(f)", "security.dynamic_format"),
+        ("def f(t):\n    return str.format(t, f)", "security.dynamic_format"),
+        ("def f(d):\n    return d['t'].format_map({'f': f})", "security.dynamic_format"),
+        ("def f(t):\n    m = t.format\n    return m(f)", "security.dynamic_format"),
+        ("import logging\ndef f(t):\n    return logging.Formatter(t, style='{')", "security.dynamic_format"),
+        ("import logging\ndef f(t):\n    logging.basicConfig(format=t, style='{')", "security.dynamic_format"),
+        # process pools
+        ("import concurrent.futures\nx = concurrent.futures.ProcessPoolExecutor", "security.process_pool"),
+        ("from concurrent.futures import ProcessPoolExecutor", "security.process_pool"),
+        ("from concurrent import futures\nx = futures.ProcessPoolExecutor()", "security.process_pool"),
+        ("import concurrent.futures.process", "security.process_pool"),
+        # setattr/delattr with computed names, monkeypatched modules
+        ("import json\nsetattr(json, 'dumps', print)", "security.computed_setattr"),
+        ("import json\njson.dumps = print", "security.computed_setattr"),
+        ("import json\ndel json.dumps", "security.computed_setattr"),
+        ("class B:\n    x = 1\nsetattr(B, 'x' + '', 2)", "security.computed_setattr"),
+        ("N = 'it' + 'em'\nclass B:\n    item = 1\ndelattr(B, N)", "security.computed_setattr"),
+    ],
+)  # fmt: skip
+def test_issue_22_constructs_are_rejected_with_their_own_rule(source, rule):
+    found = check(source + MAIN)
+    assert rule in {v.rule for v in found}, found
+    assert all(v.line is not None for v in found)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # what ordinary agents (and the subnet's template) do with the modules these rules touch
+        "import json, re, time, uuid, logging\nlog = logging.getLogger(__name__)\n"
+        "x = json.dumps({'id': str(uuid.uuid4()), 't': time.time()})\ny = re.sub(r'\\s+', ' ', x)",
+        "import dataclasses\nfrom typing import Any, Optional\n@dataclasses.dataclass\nclass Row:\n"
+        "    name: str\n    price: Optional[float] = None\n    extra: dict[str, Any] = dataclasses.field(default_factory=dict)",
+        "from typing import TYPE_CHECKING, Callable, Literal, TypeVar\nT = TypeVar('T')\nMode = Literal['a', 'b']\n"
+        "Json = dict[str, 'int | None'] if False else dict\ndef f(x: T, m: Mode, cb: Callable[[int], str] | None = None) -> list[T]:\n    return [x]",
+        "class Node:\n    def child(self) -> 'Node':\n        return self\n    def kids(self) -> list['Node']:\n        return []",
+        "from __future__ import annotations\nclass Node:\n    parent: Node | None = None\n    def f(self, other: Node) -> Node:\n        return other",
+        "import traceback\ndef f():\n    try:\n        pass\n    except Exception as exc:\n        return traceback.format_exc() + ''.join(traceback.format_exception(exc))",
+        "PROMPT = 'Find {query} under {budget}'\ndef f(q):\n    return PROMPT.format(query=q, budget=3)",
+        "def f(q, short):\n    template = 'a {q}' if short else 'b {q}'\n    return template.format(q=q)",
+        "def f(q):\n    template = 'Query: {q}'\n    template2 = template + ' (page {p})'\n    return template2.format(q=q, p=1)",
+        "def f(q):\n    return '{}-{}'.format(q, 1) + q.replace(' ', '+').strip()",
+        "import logging\nlogging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s')\n"
+        "h = logging.StreamHandler()\nh.setFormatter(logging.Formatter('{message}', style='{'))",
+        "ROW = '{title}: {price}'\nrender = ROW.format\nx = [render(title='a', price=1)]",
+        "import copy\ndef f(d):\n    return copy.copy(d), d.copy(), copy.deepcopy(d)",
+        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\nr = dataclasses.replace(R(1), a=2)",
+        "class P:\n    __match_args__ = ('x', 'y')\n    def __init__(self):\n        self.x = self.y = 0",
+        "class Box:\n    pass\nb = Box()\nsetattr(b, 'x', 1)\nsetattr(Box, 'y', 2)",
+        "from concurrent.futures import ThreadPoolExecutor, as_completed\nwith ThreadPoolExecutor(4) as pool:\n    pass",
+        "import xml.etree.ElementTree as ET\nroot = ET.fromstring('<a><b/></a>')\nx = ET.tostring(root)",
+        "ROWS = ['blue denim jacket', 'wireless earbuds', 'stainless steel', 'coffee grinder']",
+        "KEYS = ['tool_call', 'tool_calls', 'tool_call_id', 'assistant', 'completion']",
+        "DATES = ['2024-01-15', '2024-02-15', '2024-03-15', '2024-04-15', '2024-05-15']",
+        "WORDS = ['headphone', 'sweatshirt', 'microwave', 'toothbrush', 'dishwasher']",
+    ],
+)  # fmt: skip
+def test_ordinary_code_near_the_issue_22_rules_is_admitted(source):
+    assert check(source + MAIN) == []
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "{812: 'fadhgbcaed', 455: 'ghbcdaefjh', 903: 'bcdjjahgfe', 117: 'jjhgfedcab'}",
+        "['FADHGBCAED', 'GHBCDAEFJH', 'BCDJJAHGFE', 'JJHGFEDCAB']",
+        "(b'ojiolbmmcn', b'mhbkcijnlo', b'iilnkhmcbo', b'hckmnljiob')",
+        "'fadhgbcaed,ghbcdaefjh,bcdjjahgfe,jjhgfedcab'",
+        "'fadhgbcaedghbcdaefjhbcdjjahgfejjhgfedcab'",
+        "['!#$%&()*+,', '#$%&()*!,+', '$%&!#()*,+', '%&!#$()*+,']",
+        # each id shifted by its own key: every entry within ten consecutive characters
+        "['fadhgbcaed', 'hcfjidecgf', 'jcfjidecgf', 'lcfjidecgf']",
+    ],
+)
+def test_an_id_table_under_a_substitution_is_an_answer_table_whatever_the_key(table):
+    source = f"TABLE = {table}\n\ndef agent_main(problem_data):\n    key = len(problem_data)\n    return key, TABLE\n"
+    found = check(source)
+    assert [(v.rule, v.line) for v in found if v.rule == "integrity.answer_table"] == [
+        ("integrity.answer_table", 1)
+    ]
+
+
+def test_an_id_table_spread_over_constants_is_an_answer_table():
+    source = "A = 'fadhgbcaed'\nB = 'ghbcdaefjh'\nC = 'bcdjjahgfe'\nD = 'jjhgfedcab'\n" + MAIN
+    assert "integrity.answer_table" in rules(source)
+
+
+def test_a_hex_blob_table_names_its_rule_and_line_for_every_finding():
+    rows = "".join(f"    '{(str(3141592653 + 7919 * i) * 3).encode().hex()}',\n" for i in range(40))
+    found = check(f"TABLE = [\n{rows}]\n" + MAIN)
+    assert found and all(v.line is not None and v.rule in RULES for v in found)
+    [summary] = [v for v in found if "more findings" in v.message]
+    assert summary.rule == "integrity.encoded_blob" and summary.line == 22  # the first one left out
+
+
+def test_a_decode_loop_over_literal_rows_is_tried_with_every_key():
+    # one row: no table shape; the key exists only at run time; the loop gives an id under key 9 + 49
+    row = "".join(chr(ord(d) + 58 + i) for i, d in enumerate("5035687794"))
+    source = (
+        f"ROW = {row!r}\n\ndef agent_main(problem_data):\n    key = len(problem_data) + 49\n"
+        "    return ''.join(chr(ord(c) - key - i) for i, c in enumerate(ROW))\n"
+    )
+    [found] = [v for v in check(source) if v.rule == "integrity.answer_table"]
+    assert "5035687794" in found.message and found.line == 5
+
+
+def test_probing_keys_spends_no_budget_and_reports_nothing_ordinary():
+    source = (
+        "WORDS = ['wireless earbuds', 'coffee grinder']\n\ndef agent_main(problem_data):\n"
+        "    shift = len(problem_data)\n"
+        "    return [''.join(chr((ord(c) + shift) % 128) for c in w) for w in WORDS]\n"
+    )
+    assert check(source) == []

@@ -1,4 +1,4 @@
-# expect: security.banned_import
+# expect: security.frame_access
 # evasion: inspect.stack() walks frames
 import inspect
 

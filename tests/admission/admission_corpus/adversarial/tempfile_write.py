@@ -1,4 +1,4 @@
-# expect: security.banned_import
+# expect: security.file_write
 # evasion: tempfile creates files
 import tempfile
 

@@ -1,4 +1,4 @@
-# expect: security.banned_member
+# expect: security.evaluated_annotation
 # evasion: get_type_hints evaluates strings
 import typing
 
