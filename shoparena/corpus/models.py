@@ -105,6 +105,10 @@ class RowMetadata(BaseModel):
     split: Pool | None = None
     rewrite: RewriteProvenance | None = None
     """Set on a row `corpus rewrite` made from an axis-B trace (None: the row is as its source wrote it)."""
+    system_prompt: str | None = None
+    """The system prompt the row is served with: the trace's own system message when it has one, else
+    the default a model-backed agent adds (`DEFAULT_SYSTEM_PROMPT`). Training renders the row with it,
+    so a trained model is taught on exactly the prompt it is later played with (manifest schema /2)."""
 
 
 class CorpusRow(BaseModel):

@@ -24,7 +24,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoparena.records.options import CliFlag
-from shoparena.train.chat_render import render_with_mask
+from shoparena.train.chat_render import render_row, row_system_prompt, serving_messages
 from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult
 from shoparena.train.corpus_data import CorpusSplits, DataError, read_training_data
 from shoparena.train.mask_check import MASK_CHECK_FILE, mask_check_entry, write_mask_check
@@ -142,7 +142,7 @@ def tokenise_rows(
     for index, row in enumerate(rows):
         problem_id = (row.get("metadata") or {}).get("problem_id")
         try:
-            rendered = render_with_mask(tokenizer, row["messages"], row.get("tools") or None)
+            rendered = render_row(tokenizer, row)
         except Exception as exc:  # a template error (jinja, mismatch, odd content) drops the row only
             out.dropped.append(
                 DroppedRow(
@@ -169,7 +169,13 @@ def tokenise_rows(
             continue
         if check is not None and len(check) < check_rows:
             check.append(
-                mask_check_entry(tokenizer, rendered, row["messages"], row.get("tools") or None, index)
+                mask_check_entry(
+                    tokenizer,
+                    rendered,
+                    serving_messages(row["messages"], row_system_prompt(row)),
+                    row.get("tools") or None,
+                    index,
+                )
             )
         out.input_ids.append(rendered.input_ids)
         out.assistant_masks.append(rendered.assistant_mask)
