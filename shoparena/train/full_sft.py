@@ -56,13 +56,16 @@ class EncodedRow(BaseModel):
     mask: list[int]
 
 
-def encode_rows(tokenizer: Any, rows: list[dict], max_length: int) -> tuple[list[EncodedRow], dict[str, int]]:
-    """Rows rendered as served; too long / unrenderable / nothing-to-train rows are counted, not kept."""
+def encode_rows(
+    tokenizer: Any, rows: list[dict], max_length: int, check_rows: int = 64
+) -> tuple[list[EncodedRow], dict[str, int]]:
+    """Rows rendered as served; too long / unrenderable / nothing-to-train rows are counted, not kept.
+    The first `check_rows` are also compared with the tokenizer's own chat template (jinja is slow)."""
     kept: list[EncodedRow] = []
     dropped = {"too_long": 0, "unrenderable": 0, "no_assistant_tokens": 0}
-    for row in rows:
+    for index, row in enumerate(rows):
         try:
-            rendered = render_row(tokenizer, row)
+            rendered = render_row(tokenizer, row, check_template=index < check_rows)
         except Exception:  # a row the template cannot render is dropped and counted
             dropped["unrenderable"] += 1
             continue
@@ -306,3 +309,67 @@ def evaluate_loss(model: Any, tokenizer: Any, rows: list[dict], settings: FullSF
             total += float(loss_sum)
             count += n
     return total / count if count else None
+
+
+MODEL_DIR = "model"
+
+
+def run_full_stage(config: Any, tokenizer: Any, train_rows: list[dict], eval_rows: list[dict]) -> Any:
+    """`train sft --mode full`: every weight trained (`train_full`), the model and its tokenizer saved
+    whole in OUT/model (loads as `hf:OUT/model`), metrics.jsonl and report.md beside it. `config` is an
+    `SFTStageConfig`; its LoRA fields do not apply."""
+    import torch
+
+    from shoparena.train.checkpoint import load_causal_lm
+    from shoparena.train.config import RESOLVED_CONFIG, StageResult
+    from shoparena.train.metrics import METRICS_FILE, REPORT_FILE, write_report
+
+    started = time.monotonic()
+    out = config.out
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = load_causal_lm(config.model, dtype="float32", attn_implementation=config.attn_implementation)
+    settings = FullSFTSettings(
+        learning_rate=config.learning_rate,
+        warmup_steps=max(1, round(config.warmup_ratio * 100)),
+        weight_decay=config.weight_decay,
+        batch_tokens=config.batch_tokens,
+        max_length=config.max_length,
+        epochs=config.num_train_epochs,
+        max_steps=config.max_steps,
+        seed=config.seed,
+        log_every=config.logging_steps,
+        device=device,
+    )
+    metrics = out / METRICS_FILE
+    metrics.unlink(missing_ok=True)
+    log = train_full(
+        model, tokenizer, train_rows, settings, eval_rows=eval_rows or None, metrics_path=metrics
+    )
+    target = out / MODEL_DIR
+    model.to("cpu").save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    facts = {
+        "mode": "full",
+        "rows": log.rows,
+        "steps": log.steps,
+        "epochs": round(log.epochs, 3),
+        "final train loss": log.final_loss,
+        "eval loss": log.eval_loss,
+        "tokens/s": round(log.tokens_per_s),
+        "device": device,
+    }
+    write_report(out / REPORT_FILE, "SFT (full fine-tuning)", facts)
+    return StageResult(
+        stage="sft",
+        out=out,
+        checkpoint=target,
+        metrics=metrics,
+        report=out / REPORT_FILE,
+        config=out / RESOLVED_CONFIG,
+        steps=log.steps,
+        train_loss=log.final_loss,
+        eval_loss=log.eval_loss,
+        tokens=log.trained_tokens,
+        seconds=round(time.monotonic() - started, 3),
+        details={"mode": "full", "dropped": log.dropped, "tokens_per_s": log.tokens_per_s},
+    )

@@ -89,7 +89,14 @@ class SFTStageConfig(StageConfig):
     eval_rows: int | None = Field(None, ge=1, description="Evaluate on at most this many held-out rows.")
     mask_check_rows: int = Field(3, ge=1, description="Rows decoded into mask_check.json (each verified).")
     merge: bool = Field(False, description="Also write the adapter merged into the base model (merged/).")
-    mode: Literal["lora"] = Field("lora", description="Fine-tuning mode (LoRA; the paper's).")
+    mode: Literal["lora", "full"] = Field(
+        "lora",
+        description="lora (the paper's) or full: every weight trained, for small models and models "
+        "trained from scratch (loss on assistant positions only, length-bucketed batches, bf16 on GPUs).",
+    )
+    batch_tokens: int = Field(
+        8192, ge=64, description="--mode full: padded tokens per batch (rows bucketed by length)."
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> SFTStageConfig:
@@ -356,6 +363,11 @@ def run_sft(
     splits = _load_rows(config, train_rows, eval_rows)
     if not splits.train:
         raise DataError(f"sft: no training rows in {splits.path}")
+    if config.mode == "full":
+        from shoparena.train.full_sft import run_full_stage
+
+        held_out = splits.eval[: config.eval_rows] if config.eval_rows else splits.eval
+        return run_full_stage(config, tokenizer, splits.train, held_out)
     checks: list[dict] = []
     train = tokenise_rows(tokenizer, splits.train, "train", config.max_length, checks, config.mask_check_rows)
     held_out = splits.eval[: config.eval_rows] if config.eval_rows else splits.eval

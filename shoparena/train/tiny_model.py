@@ -145,9 +145,7 @@ def make_tiny_model(config: TinyModelConfig) -> TinyModel:
     out = config.out
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"tiny-model: {out} exists and is not an empty directory; pick a new --out")
-    texts = (
-        corpus_text(config.corpus) if config.corpus else tokenizer_text(config.products, config.seed)
-    )
+    texts = corpus_text(config.corpus) if config.corpus else tokenizer_text(config.products, config.seed)
     tokenizer = train_tokenizer(texts, config.vocab_size)
     head_dim = max(4, config.hidden_size // config.heads)
     model_config = Qwen3Config(

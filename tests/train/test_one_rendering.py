@@ -11,7 +11,6 @@ trajectory went through `corpus build`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,10 +18,10 @@ from hypothesis import strategies as st
 
 pytest.importorskip("transformers")
 
-from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT  # noqa: E402
-from shoparena.harness.tool_specs import tool_schemas  # noqa: E402
-from shoparena.train.chat_render import render_row, row_system_prompt  # noqa: E402
-from shoparena.train.corpus_data import read_corpus  # noqa: E402
+from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
+from shoparena.harness.tool_specs import tool_schemas
+from shoparena.train.chat_render import render_row, row_system_prompt
+from shoparena.train.corpus_data import read_corpus
 
 TOOLS = tool_schemas("upstream4")
 NAMES = [tool["function"]["name"] for tool in TOOLS]
@@ -104,7 +103,12 @@ def rows(draw) -> dict:
         messages.append(message)
         for call in calls:
             messages.append(
-                {"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"], "content": draw(text)}
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "name": call["function"]["name"],
+                    "content": draw(text),
+                }
             )
         if not calls:
             break
@@ -154,12 +158,14 @@ def test_live_hf_episodes_prompts_are_prefixes_of_their_training_rows(
         outputs = [
             '<think>\nSearch.\n</think>\n\n<tool_call>\n{"name": "find_product", "arguments": '
             '{"q": "bag", "price": "0-900"}}\n</tool_call>',
-            "<think>\nA broken call.\n</think>\n\n<tool_call>\n{\"name\": \"find_product\", \"arguments\": {\"q\": \n</tool_call>",
+            '<think>\nA broken call.\n</think>\n\n<tool_call>\n{"name": "find_product", "arguments": {"q": \n</tool_call>',
             '<think>\nPick.\n</think>\n\n<tool_call>\n{"name":"recommend_product","arguments":'
             f'{{"product_ids":"{first}"}}}}\n</tool_call>',
             'Done.\n<tool_call>\n{"name": "terminate", "arguments": {"status": "success"}}\n</tool_call>',
         ]
-        return Generation(text=outputs[min(turn, 3)], prompt_tokens=1, completion_tokens=1, finish_reason="stop")
+        return Generation(
+            text=outputs[min(turn, 3)], prompt_tokens=1, completion_tokens=1, finish_reason="stop"
+        )
 
     monkeypatch.setattr(HFAgent, "generate", scripted)
     problems = tmp_path / "p.jsonl"
