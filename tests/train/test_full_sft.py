@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from typer.testing import CliRunner  # noqa: E402
+from typer.testing import CliRunner
 
-from shoparena.cli import app  # noqa: E402
-from shoparena.train.corpus_data import read_corpus  # noqa: E402
-from shoparena.train.full_sft import (  # noqa: E402
+from shoparena.cli import app
+from shoparena.train.corpus_data import read_corpus
+from shoparena.train.full_sft import (
     EncodedRow,
     assistant_loss,
     bucket_batches,
