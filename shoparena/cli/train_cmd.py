@@ -91,16 +91,18 @@ def _run_prm(config: Any) -> Any:
 
 PROOF_HELP = """The learning proof: generate a catalogue and problems, play the concise reference teacher,
 build the corpus, train a Qwen3-shaped model from scratch (full fine-tuning) for the budget, and evaluate
-it held-out through `shoparena eval --agent hf:` (greedy, strict), the untrained base first.
+it held-out through `shoparena eval --agent hf:` (greedy, strict), the untrained base first; then,
+when the preset or --rs-problems / --grpo-steps ask for them, rejection sampling and Dr. GRPO on top.
 
-Writes proof.json (held-out success per bucket with 95% intervals, base vs trained, the loss curve,
-tokens/s, parameters, wall time, machine) and checkpoint/ in --out. Presets: tiny (seconds, plumbing),
-cpu (an idle 2-core machine, 45 minutes), gpu (one H100, under 10 minutes).
+Writes proof.json (held-out success per bucket with 95% intervals for base, SFT, RS, GRPO, the loss
+curve, tokens/s, parameters, wall time, machine) and checkpoint/ in --out. Presets: tiny (seconds,
+plumbing), cpu (a 2-core machine, 40 minutes of training), gpu (one H100, under 10 minutes in all).
 
 Examples:
   shoparena train proof --out proof/ --preset tiny
-  shoparena train proof --out proof/ --preset cpu --minutes 45
-  shoparena train proof --out proof/ --preset gpu --device cuda
+  shoparena train proof --out proof/ --preset cpu --minutes 40
+  shoparena train proof --out proof/ --preset gpu --device cuda --workers 8
+  shoparena train proof --out proof/ --on-top --rs-problems 200 --grpo-steps 10
 """
 
 

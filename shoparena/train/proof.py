@@ -26,7 +26,6 @@ import json
 import math
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -66,6 +65,10 @@ class ProofPreset(BaseModel):
     warmup_steps: int = 30
     base_problems: int = Field(20, ge=1, description="Held-out problems the untrained base is run on.")
     max_epochs: float | None = None
+    rs_problems: int = Field(0, ge=0, description="Training problems rejection sampling draws on (0: none).")
+    rs_samples: int = Field(4, ge=1, description="Rollouts per problem (T 0.9, top_p 0.95).")
+    rs_minutes: float = Field(1.0, gt=0, description="Re-SFT budget on the kept rollouts + corpus rows.")
+    grpo_steps: int = Field(0, ge=0, description="Dr. GRPO steps on top of the last checkpoint (0: none).")
 
 
 PRESETS: dict[str, ProofPreset] = {
@@ -106,7 +109,7 @@ PRESETS: dict[str, ProofPreset] = {
         warmup_steps=20,
         base_problems=20,
     ),
-    # one H100: 3 minutes of training; with data, teacher and evaluation the proof stays under 7 minutes
+    # one H100: 2 minutes of training; data, teacher, evaluations, RS and GRPO on top: ~8 minutes
     "gpu": ProofPreset(
         products=20000,
         train_problems=10000,
@@ -119,10 +122,14 @@ PRESETS: dict[str, ProofPreset] = {
         intermediate_size=1536,
         batch_tokens=65536,
         learning_rate=1.5e-3,
-        minutes=3,
+        minutes=2,
         warmup_steps=50,
         base_problems=30,
         max_epochs=12,
+        rs_problems=100,
+        rs_samples=4,
+        rs_minutes=0.5,
+        grpo_steps=6,
     ),
 }
 
@@ -137,7 +144,22 @@ class ProofConfig(BaseModel):
     minutes: float | None = Field(None, gt=0, description="Training budget in minutes (default: preset's).")
     device: str = Field("cpu", description="Training and evaluation device: cpu or cuda.")
     seed: int = Field(0, description="Seeds the catalogue, problems, model and data order.")
-    workers: int = Field(1, ge=1, description="Parallel workers for the teacher's episodes.")
+    workers: int = Field(
+        1, ge=1, description="Parallel workers for the teacher's and the evaluations' episodes."
+    )
+    on_top: bool = Field(
+        False,
+        description="Only run rejection sampling and GRPO on top of the finished proof in --out (sizes: "
+        "the preset's, or --rs-problems / --grpo-steps).",
+    )
+    deadline_minutes: float | None = Field(
+        None,
+        gt=0,
+        description="Wall-clock budget of the whole command: RS and GRPO are skipped (and say so in "
+        "proof.json) when too little of it is left for them.",
+    )
+    rs_problems: int | None = Field(None, ge=0, description="Override the preset's rs_problems.")
+    grpo_steps: int | None = Field(None, ge=0, description="Override the preset's grpo_steps.")
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -281,9 +303,17 @@ def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[s
     from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
     from shoparena.train.tiny_model import TinyModelConfig, make_tiny_model
 
-    preset = PRESETS[config.preset]
+    preset = PRESETS[config.preset].model_copy(
+        update={
+            k: v
+            for k, v in (("rs_problems", config.rs_problems), ("grpo_steps", config.grpo_steps))
+            if v is not None
+        }
+    )
     minutes = config.minutes or preset.minutes
     out = config.out
+    if config.on_top:
+        return on_top(config, preset, say)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"train proof: {out} exists and is not empty; pick a new --out")
     work = out / "work"
@@ -406,5 +436,132 @@ def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[s
                        "max_new_tokens": preset.max_new_tokens, "max_turns": preset.max_turns},
     }  # fmt: skip
     (out / PROOF_FILE).write_text(json.dumps(proof, indent=2))
-    shutil.rmtree(base / "__pycache__", ignore_errors=True)
+    if preset.rs_problems or preset.grpo_steps:
+        return on_top(config, preset, say)
     return proof
+
+
+STARTED = time.monotonic()
+
+
+def time_left(config: ProofConfig) -> float:
+    """Seconds left of `deadline_minutes` (infinite without one)."""
+    if config.deadline_minutes is None:
+        return float("inf")
+    return config.deadline_minutes * 60 - (time.monotonic() - STARTED)
+
+
+def on_top(config: ProofConfig, preset: ProofPreset, say: Callable[[str], None]) -> dict[str, Any]:
+    """Rejection sampling, then Dr. GRPO, each on top of the checkpoint before it, each evaluated on the
+    same held-out problems; their rows are added to proof.json's `heldout` (Table 1: base, SFT, RS, GRPO).
+    A stage that the deadline leaves too little time for is skipped and recorded as skipped."""
+    out = config.out
+    path = out / PROOF_FILE
+    if not path.is_file():
+        raise ValueError(f"train proof --on-top: {path} does not exist; run the proof first")
+    proof = json.loads(path.read_text())
+    work, catalog = out / "work", out / "work" / "catalog"
+    current = out / "checkpoint"
+    proof.setdefault("on_top", {})
+    if preset.rs_problems and time_left(config) < 150 + preset.rs_minutes * 60:
+        proof["on_top"]["rs"] = {"skipped": f"{time_left(config):.0f} s left of the deadline"}
+    elif preset.rs_problems:
+        t = time.monotonic()
+        current, facts = rejection_sampling(config, preset, current, say)
+        say("evaluating the RS checkpoint on held-out problems")
+        proof["heldout"]["rs"] = eval_model(
+            current, work / "heldout.jsonl", catalog, out / "eval-rs", preset, config, say
+        )
+        proof["on_top"]["rs"] = {**facts, "seconds": round(time.monotonic() - t, 1)}
+        path.write_text(json.dumps(proof, indent=2))
+    if preset.grpo_steps and time_left(config) < 100:
+        proof["on_top"]["grpo"] = {"skipped": f"{time_left(config):.0f} s left of the deadline"}
+    elif preset.grpo_steps:
+        t = time.monotonic()
+        current, facts = grpo(config, preset, current, say)
+        say("evaluating the GRPO checkpoint on held-out problems")
+        proof["heldout"]["grpo"] = eval_model(
+            current, work / "heldout.jsonl", catalog, out / "eval-grpo", preset, config, say
+        )
+        proof["on_top"]["grpo"] = {**facts, "seconds": round(time.monotonic() - t, 1)}
+    path.write_text(json.dumps(proof, indent=2))
+    return proof
+
+
+def rejection_sampling(
+    config: ProofConfig, preset: ProofPreset, checkpoint: Path, say: Callable[[str], None]
+) -> tuple[Path, dict[str, Any]]:
+    """SPEC §9.2 at proof scale: K rollouts per training problem at T 0.9 / top_p 0.95 through `shoparena
+    eval --agent hf:` (training problems only: the held-out ones were leak-guarded out of them), the
+    strictly successful ones kept, mixed 50/50 with corpus rows, full fine-tuning continued from
+    `checkpoint` at a third of the SFT learning rate."""
+    import random
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
+
+    out, work = config.out, config.out / "work"
+    problems = read_jsonl(work / "train.jsonl")[: preset.rs_problems]
+    write_jsonl(work / "rs-problems.jsonl", problems)
+    say(f"rejection sampling: {preset.rs_samples} rollouts on each of {len(problems)} training problems")
+    executor = ["--executor", "inline"] if config.workers == 1 else ["--workers", str(config.workers)]
+    rollouts = work / "rs-rollouts"
+    shoparena(
+        "eval", *executor, "--catalog", str(work / "catalog"), "--problems", str(work / "rs-problems.jsonl"),
+        "--agent", f"hf:{checkpoint}", "--out", str(rollouts), "--profile", PROFILE, "--mode", "strict",
+        "--similarity", "lexical", "--samples", str(preset.rs_samples), "--temperature", "0.9",
+        "--option", "top_p=0.95", "--option", f"seed={config.seed}", "--max-tokens", str(preset.max_new_tokens),
+        "--option", f"device={config.device}", "--option", f"max_turns={preset.max_turns}", "--quiet", say=say,
+    )  # fmt: skip
+    kept = rows_from_trajectories(rollouts / "trajectories.jsonl", DEFAULT_SYSTEM_PROMPT)
+    corpus = read_jsonl(work / "corpus" / "train.jsonl")
+    rng = random.Random(config.seed)
+    mix = kept + rng.sample(corpus, min(len(kept), len(corpus)))
+    rng.shuffle(mix)
+    facts: dict[str, Any] = {
+        "rollouts": len(problems) * preset.rs_samples,
+        "kept": len(kept),
+        "rows": len(mix),
+    }
+    target = out / "rs" / "checkpoint"
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype="float32")
+    if mix:
+        settings = FullSFTSettings(
+            learning_rate=preset.learning_rate / 3,
+            batch_tokens=preset.batch_tokens,
+            minutes=preset.rs_minutes,
+            epochs=2,
+            device=config.device,
+            seed=config.seed + 1,
+            warmup_steps=5,
+            max_length=8192,
+        )
+        say(f"re-SFT on {len(kept)} kept rollouts + {len(mix) - len(kept)} corpus rows")
+        log = train_full(model, tokenizer, mix, settings, say=say, metrics_path=out / "rs" / "metrics.jsonl")
+        facts.update(steps=log.steps, final_loss=log.final_loss, tokens_per_s=round(log.tokens_per_s))
+    model.to("cpu").save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target, facts
+
+
+def grpo(
+    config: ProofConfig, preset: ProofPreset, checkpoint: Path, say: Callable[[str], None]
+) -> tuple[Path, dict[str, Any]]:
+    """SPEC §9.5 at proof scale: `shoparena train grpo` (Dr. GRPO, LoRA on the proof's model, outcome
+    reward, strict scoring) for `grpo_steps` steps on training problems, merged for evaluation."""
+    out, work = config.out, config.out / "work"
+    say(f"Dr. GRPO: {preset.grpo_steps} steps on top of {checkpoint}")
+    stage = out / "grpo"
+    shoparena(
+        "train", "grpo", "--model", str(checkpoint), "--catalog", str(work / "catalog"),
+        "--problems", str(work / "rs-problems.jsonl" if (work / "rs-problems.jsonl").is_file() else work / "train.jsonl"),
+        "--out", str(stage), "--profile", PROFILE, "--similarity", "lexical", "--max-steps", str(preset.grpo_steps),
+        "--learning-rate", "1e-3", "--beta", "0", "--batch-problems", "4", "--num-generations", "4",
+        "--max-rollout-steps", str(preset.max_turns), "--max-new-tokens", str(preset.max_new_tokens),
+        "--temperature", "0.9", "--top-p", "0.95", "--merge", "--no-progress", say=say,
+    )  # fmt: skip
+    metrics = read_jsonl(stage / "metrics.jsonl") if (stage / "metrics.jsonl").is_file() else []
+    rewards = [m.get("reward_mean", m.get("reward")) for m in metrics if isinstance(m, dict)]
+    return stage / "merged", {"steps": preset.grpo_steps, "reward_per_step": rewards}
