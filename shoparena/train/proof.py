@@ -454,7 +454,8 @@ def time_left(config: ProofConfig) -> float:
 def on_top(config: ProofConfig, preset: ProofPreset, say: Callable[[str], None]) -> dict[str, Any]:
     """Rejection sampling, then Dr. GRPO, each on top of the checkpoint before it, each evaluated on the
     same held-out problems; their rows are added to proof.json's `heldout` (Table 1: base, SFT, RS, GRPO).
-    A stage that the deadline leaves too little time for is skipped and recorded as skipped."""
+    A stage the deadline leaves too little time for is skipped, and one that fails is recorded with its
+    error: either way proof.json says so, and the SFT result stands."""
     out = config.out
     path = out / PROOF_FILE
     if not path.is_file():
@@ -463,27 +464,30 @@ def on_top(config: ProofConfig, preset: ProofPreset, say: Callable[[str], None])
     work, catalog = out / "work", out / "work" / "catalog"
     current = out / "checkpoint"
     proof.setdefault("on_top", {})
-    if preset.rs_problems and time_left(config) < 150 + preset.rs_minutes * 60:
-        proof["on_top"]["rs"] = {"skipped": f"{time_left(config):.0f} s left of the deadline"}
-    elif preset.rs_problems:
+    stages = (
+        ("rs", preset.rs_problems, 150 + preset.rs_minutes * 60, rejection_sampling),
+        ("grpo", preset.grpo_steps, 100, grpo),
+    )
+    for name, wanted, needs, run in stages:
+        if not wanted:
+            continue
+        if time_left(config) < needs:
+            proof["on_top"][name] = {"skipped": f"{time_left(config):.0f} s left of the deadline"}
+            continue
         t = time.monotonic()
-        current, facts = rejection_sampling(config, preset, current, say)
-        say("evaluating the RS checkpoint on held-out problems")
-        proof["heldout"]["rs"] = eval_model(
-            current, work / "heldout.jsonl", catalog, out / "eval-rs", preset, config, say
-        )
-        proof["on_top"]["rs"] = {**facts, "seconds": round(time.monotonic() - t, 1)}
+        try:
+            checkpoint, facts = run(config, preset, current, say)
+            say(f"evaluating the {name.upper()} checkpoint on held-out problems")
+            proof["heldout"][name] = eval_model(
+                checkpoint, work / "heldout.jsonl", catalog, out / f"eval-{name}", preset, config, say
+            )
+        except (RuntimeError, ValueError, OSError) as exc:
+            proof["on_top"][name] = {"error": str(exc)[-600:], "seconds": round(time.monotonic() - t, 1)}
+            say(f"{name}: {exc}")
+            break
+        current = checkpoint
+        proof["on_top"][name] = {**facts, "seconds": round(time.monotonic() - t, 1)}
         path.write_text(json.dumps(proof, indent=2))
-    if preset.grpo_steps and time_left(config) < 100:
-        proof["on_top"]["grpo"] = {"skipped": f"{time_left(config):.0f} s left of the deadline"}
-    elif preset.grpo_steps:
-        t = time.monotonic()
-        current, facts = grpo(config, preset, current, say)
-        say("evaluating the GRPO checkpoint on held-out problems")
-        proof["heldout"]["grpo"] = eval_model(
-            current, work / "heldout.jsonl", catalog, out / "eval-grpo", preset, config, say
-        )
-        proof["on_top"]["grpo"] = {**facts, "seconds": round(time.monotonic() - t, 1)}
     path.write_text(json.dumps(proof, indent=2))
     return proof
 
@@ -553,12 +557,16 @@ def grpo(
     reward, strict scoring) for `grpo_steps` steps on training problems, merged for evaluation."""
     out, work = config.out, config.out / "work"
     say(f"Dr. GRPO: {preset.grpo_steps} steps on top of {checkpoint}")
+    problems_file = (
+        work / "rs-problems.jsonl" if (work / "rs-problems.jsonl").is_file() else work / "train.jsonl"
+    )
+    problems = len(read_jsonl(problems_file))
     stage = out / "grpo"
     shoparena(
         "train", "grpo", "--model", str(checkpoint), "--catalog", str(work / "catalog"),
-        "--problems", str(work / "rs-problems.jsonl" if (work / "rs-problems.jsonl").is_file() else work / "train.jsonl"),
+        "--problems", str(problems_file),
         "--out", str(stage), "--profile", PROFILE, "--similarity", "lexical", "--max-steps", str(preset.grpo_steps),
-        "--learning-rate", "1e-3", "--beta", "0", "--batch-problems", "4", "--num-generations", "4",
+        "--learning-rate", "1e-3", "--beta", "0", "--batch-problems", str(min(4, problems)), "--num-generations", "4",
         "--max-rollout-steps", str(preset.max_turns), "--max-new-tokens", str(preset.max_new_tokens),
         "--temperature", "0.9", "--top-p", "0.95", "--merge", "--no-progress", say=say,
     )  # fmt: skip
