@@ -20,8 +20,8 @@ BENCH=${BENCH:-full}
 WORKERS=${WORKERS:-8}
 WHEELS=${WHEELS:-.whl}
 PY=${PY:-python3}
-DEADLINE_MIN=${DEADLINE_MIN:-8.8}   # the proof skips RS/GRPO that would not end by then
-HARD_STOP=${HARD_STOP:-565}         # seconds: the proof is killed here whatever it is doing
+DEADLINE_MIN=${DEADLINE_MIN:-9.2}   # the proof skips RS/GRPO that would not end by then
+HARD_STOP=${HARD_STOP:-570}         # seconds: the proof is killed here whatever it is doing
 mkdir -p "$OUT"
 start=$(date +%s)
 if [ "$WHEELS" != none ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
@@ -41,7 +41,7 @@ if [ "$BENCH" = smoke ]; then
   (timeout 150 $PY bench/train_gpu_bench.py --smoke > "$OUT/bench.log" 2>&1; echo "bench ended $(( $(date +%s) - start )) s" >> "$OUT/timeline.txt") &
   bench_pid=$!
 elif [ "$BENCH" != none ]; then
-  (timeout 240 $PY bench/train_gpu_bench.py --steps 3 --prompts 3 --group 6 --new-tokens 256 > "$OUT/bench.log" 2>&1;
+  (timeout 300 $PY bench/train_gpu_bench.py --steps 3 --prompts 3 --group 6 --new-tokens 256 > "$OUT/bench.log" 2>&1;
    echo "bench ended $(( $(date +%s) - start )) s" >> "$OUT/timeline.txt") &
   bench_pid=$!
 fi

@@ -126,10 +126,10 @@ PRESETS: dict[str, ProofPreset] = {
         warmup_steps=50,
         base_problems=30,
         max_epochs=12,
-        rs_problems=100,
+        rs_problems=60,
         rs_samples=4,
         rs_minutes=0.5,
-        grpo_steps=6,
+        grpo_steps=4,
     ),
 }
 
@@ -466,7 +466,7 @@ def on_top(config: ProofConfig, preset: ProofPreset, say: Callable[[str], None])
     proof.setdefault("on_top", {})
     stages = (
         ("rs", preset.rs_problems, 150 + preset.rs_minutes * 60, rejection_sampling),
-        ("grpo", preset.grpo_steps, 100, grpo),
+        ("grpo", preset.grpo_steps, 150, grpo),
     )
     for name, wanted, needs, run in stages:
         if not wanted:
