@@ -123,6 +123,7 @@ PRESETS: dict[str, ProofPreset] = {
         batch_tokens=65536,
         learning_rate=1.5e-3,
         minutes=2,
+        max_new_tokens=128,
         warmup_steps=50,
         base_problems=30,
         max_epochs=12,
