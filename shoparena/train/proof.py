@@ -112,7 +112,7 @@ PRESETS: dict[str, ProofPreset] = {
     # one H100: 2 minutes of training; data, teacher, evaluations, RS and GRPO on top: ~8 minutes
     "gpu": ProofPreset(
         products=20000,
-        train_problems=10000,
+        train_problems=12000,
         heldout_product=100,
         heldout_other=40,
         vocab_size=8192,
@@ -126,7 +126,7 @@ PRESETS: dict[str, ProofPreset] = {
         max_new_tokens=128,
         warmup_steps=50,
         base_problems=30,
-        max_epochs=12,
+        max_epochs=6,
         rs_problems=60,
         rs_samples=4,
         rs_minutes=0.5,
