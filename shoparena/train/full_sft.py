@@ -278,8 +278,13 @@ def train_full(
             epoch += 1
     log.seconds = time.monotonic() - start
     log.tokens_per_s = log.tokens / log.seconds if log.seconds else 0.0
-    if window_n:
+    if window_n:  # the last, partial window is a point of the curve too (a short run has only it)
         log.final_loss = window_loss / window_n
+        point = {"step": log.steps, "seconds": round(log.seconds, 1), "epoch": round(log.epochs, 3),
+                 "loss": round(log.final_loss, 4), "tokens": log.tokens}  # fmt: skip
+        log.curve.append(point)
+        if metrics:
+            metrics.write(orjson.dumps(point) + b"\n")
     if metrics:
         metrics.close()
     if eval_rows:
