@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from typer.testing import CliRunner  # noqa: E402
+from typer.testing import CliRunner
 
-from shoparena.cli import app  # noqa: E402
-from shoparena.train.proof import leak_guard, wilson  # noqa: E402
+from shoparena.cli import app
+from shoparena.train.proof import leak_guard, wilson
 
 
 def test_wilson_interval_is_above_zero_only_with_successes():
