@@ -110,6 +110,10 @@ class RowMetadata(BaseModel):
     ungrounded: str | None = None
     """The `ungrounded` reason of the recording's recommendation (a trajectory record whose answer named
     products no search of the episode returned); left out of the JSON when None."""
+    system_prompt: str | None = None
+    """The system prompt the row is served with: the trace's own system message when it has one, else
+    the default a model-backed agent adds (`DEFAULT_SYSTEM_PROMPT`). Training renders the row with it,
+    so a trained model is taught on exactly the prompt it is later played with (manifest schema /2)."""
 
     @model_serializer(mode="wrap")
     def _ungrounded_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

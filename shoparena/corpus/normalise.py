@@ -184,6 +184,16 @@ def _judge_quality(value: Any) -> float | None:
     return quality
 
 
+def played_system_prompt(messages: list[dict]) -> str:
+    """The system prompt a trace was played with: its own system message, else the agents' default."""
+    from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
+
+    for message in messages:
+        if message.get("role") == "system" and isinstance(message.get("content"), str):
+            return message["content"]
+    return DEFAULT_SYSTEM_PROMPT
+
+
 def _row(
     messages: list[dict],
     tools: list[dict] | None,
@@ -195,6 +205,7 @@ def _row(
     if not query:
         raise _malformed("no user message: the row has no query to train on")
     problem_id = meta.pop("problem_id", None) or stable_problem_id(query)
+    meta.setdefault("system_prompt", played_system_prompt(messages))
     metadata = RowMetadata(
         problem_id=str(problem_id), query=query, source=source, source_format=source_format, **meta
     )

@@ -70,7 +70,8 @@ __all__ = [
     "default_workers",
 ]
 
-MANIFEST_SCHEMA = "shoparena.corpus-manifest/1"
+MANIFEST_SCHEMA = "shoparena.corpus-manifest/2"
+"""/2: each row's metadata records the system prompt it is served with (`RowMetadata.system_prompt`)."""
 MANIFEST_FILE = "manifest.json"
 OUTPUT_FILES = ("train.jsonl", "eval.jsonl", "axis_b.jsonl", "rejects.jsonl")
 

@@ -12,6 +12,14 @@ piece by piece, mirroring the template turn by turn, and each piece knows whethe
 - masked out: the system/tools preamble, user and tool turns, every `<|im_start|>assistant\\n` header
   and the newline after each `<|im_end|>`.
 
+Before any of this, a row's messages go through `serving_messages`: the very function the `hf:` agent
+(`ChatLoop.render_history`, protocol qwen3, tools through the template) and `model serve` use to turn an
+episode's history into the messages the chat template renders, with the row's system prompt in front
+(`row_system_prompt`: the one it was played with, else the agent's default). So past tool calls are the
+compact JSON `Qwen3Protocol.render_turn` writes, tool results are `tool` messages, and the training text
+of every assistant turn starts with exactly the prompt the agent sends at that turn (tests/train/
+test_one_rendering.py proves it on generated rows and on live `hf:` episodes).
+
 The joined pieces must equal `tokenizer.apply_chat_template(messages, tools=…)`: `render_with_mask`
 checks this on every conversation (`TemplateMismatch` otherwise), so training sees the inference format.
 Pieces are tokenised one by one: a prompt piece as the inference prompt is, an assistant piece as the
@@ -173,6 +181,38 @@ def render_pieces(messages: list[dict], tools: list[dict] | None = None) -> list
         elif piece.text:
             merged.append(piece)
     return merged
+
+
+def row_system_prompt(row: dict) -> str | None:
+    """The system prompt a row was played with: its own system message wins (the agent adds none then);
+    else its `system_prompt` (a corpus row's `metadata.system_prompt`, manifest /2); else the default
+    every model-backed agent adds (`DEFAULT_SYSTEM_PROMPT`)."""
+    from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
+
+    metadata = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+    for value in (row.get("system_prompt"), metadata.get("system_prompt")):
+        if isinstance(value, str):
+            return value or None
+    return DEFAULT_SYSTEM_PROMPT
+
+
+def serving_messages(messages: list[dict], system_prompt: str | None) -> list[dict]:
+    """An OpenAI-format history as the agent hands it to the chat template (see the module doc)."""
+    from shoparena.agents.chat_loop import ChatLoop
+
+    loop = ChatLoop(_never_called, "qwen3", tools_via="api", system_prompt=system_prompt)
+    rendered, _ = loop.render_history(loop.with_system_prompt(messages), None)
+    return rendered
+
+
+def _never_called(messages: list[dict], tools: list[dict] | None):
+    raise AssertionError("serving_messages renders only; it never calls a model")
+
+
+def render_row(tokenizer: Any, row: dict, *, check_template: bool = True) -> RenderedConversation:
+    """A training row (`messages`, `tools`, optional `system_prompt`) rendered as it is served."""
+    messages = serving_messages(row["messages"], row_system_prompt(row))
+    return render_with_mask(tokenizer, messages, row.get("tools") or None, check_template=check_template)
 
 
 def _first_difference(a: str, b: str) -> int:

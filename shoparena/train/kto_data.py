@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from shoparena.corpus.export import trl_message
 from shoparena.corpus.normalise import NormaliseError, from_trajectory
+from shoparena.train.chat_render import row_system_prompt, serving_messages
 from shoparena.train.rollouts import strict_pass
 
 
@@ -127,7 +127,8 @@ def kto_examples(records: Iterable[tuple[str, dict]], tokenizer: Any) -> KTOData
                 KTOReject(source=source, record_id=record_id, reason=exc.reason, detail=exc.detail)
             )
             continue
-        messages = [trl_message(m) for m in row.messages]
+        # the serving rendering (chat_render.serving_messages): KTO's prompts are the agent's prompts
+        messages = serving_messages(row.messages, row_system_prompt(row.model_dump(mode="json")))
         try:
             turns = turn_examples(tokenizer, messages, row.tools)
         except Exception as exc:  # a template error names the record rather than stopping the batch

@@ -24,7 +24,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoparena.records.options import CliFlag
-from shoparena.train.chat_render import render_with_mask
+from shoparena.train.chat_render import render_row, row_system_prompt, serving_messages
 from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult
 from shoparena.train.corpus_data import CorpusSplits, DataError, read_training_data
 from shoparena.train.mask_check import MASK_CHECK_FILE, mask_check_entry, write_mask_check
@@ -89,7 +89,14 @@ class SFTStageConfig(StageConfig):
     eval_rows: int | None = Field(None, ge=1, description="Evaluate on at most this many held-out rows.")
     mask_check_rows: int = Field(3, ge=1, description="Rows decoded into mask_check.json (each verified).")
     merge: bool = Field(False, description="Also write the adapter merged into the base model (merged/).")
-    mode: Literal["lora"] = Field("lora", description="Fine-tuning mode (LoRA; the paper's).")
+    mode: Literal["lora", "full"] = Field(
+        "lora",
+        description="lora (the paper's) or full: every weight trained, for small models and models "
+        "trained from scratch (loss on assistant positions only, length-bucketed batches, bf16 on GPUs).",
+    )
+    batch_tokens: int = Field(
+        8192, ge=64, description="--mode full: padded tokens per batch (rows bucketed by length)."
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> SFTStageConfig:
@@ -142,7 +149,7 @@ def tokenise_rows(
     for index, row in enumerate(rows):
         problem_id = (row.get("metadata") or {}).get("problem_id")
         try:
-            rendered = render_with_mask(tokenizer, row["messages"], row.get("tools") or None)
+            rendered = render_row(tokenizer, row)
         except Exception as exc:  # a template error (jinja, mismatch, odd content) drops the row only
             out.dropped.append(
                 DroppedRow(
@@ -169,7 +176,13 @@ def tokenise_rows(
             continue
         if check is not None and len(check) < check_rows:
             check.append(
-                mask_check_entry(tokenizer, rendered, row["messages"], row.get("tools") or None, index)
+                mask_check_entry(
+                    tokenizer,
+                    rendered,
+                    serving_messages(row["messages"], row_system_prompt(row)),
+                    row.get("tools") or None,
+                    index,
+                )
             )
         out.input_ids.append(rendered.input_ids)
         out.assistant_masks.append(rendered.assistant_mask)
@@ -350,6 +363,11 @@ def run_sft(
     splits = _load_rows(config, train_rows, eval_rows)
     if not splits.train:
         raise DataError(f"sft: no training rows in {splits.path}")
+    if config.mode == "full":
+        from shoparena.train.full_sft import run_full_stage
+
+        held_out = splits.eval[: config.eval_rows] if config.eval_rows else splits.eval
+        return run_full_stage(config, tokenizer, splits.train, held_out)
     checks: list[dict] = []
     train = tokenise_rows(tokenizer, splits.train, "train", config.max_length, checks, config.mask_check_rows)
     held_out = splits.eval[: config.eval_rows] if config.eval_rows else splits.eval

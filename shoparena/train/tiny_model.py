@@ -43,6 +43,11 @@ class TinyModelConfig(BaseModel):
     intermediate_size: int = Field(128, ge=8, description="MLP width.")
     max_position_embeddings: int = Field(16384, ge=512, description="Context length the config declares.")
     products: int = Field(1500, ge=10, description="Synthetic products whose text trains the tokenizer.")
+    corpus: Path | None = Field(
+        None,
+        description="Train the tokenizer on this corpus's rows (a corpus dir or rows file), rendered as "
+        "served, instead of the built-in synthetic text: for a model trained from scratch on it.",
+    )
 
 
 class TinyModel(BaseModel):
@@ -85,13 +90,33 @@ def tokenizer_text(products: int, seed: int) -> list[str]:
     return texts
 
 
+def corpus_text(path: Path) -> list[str]:
+    """A corpus's rows as the model will read them (the serving rendering), for tokenizer training."""
+    from shoparena.train.chat_render import render_pieces, row_system_prompt, serving_messages
+    from shoparena.train.corpus_data import read_training_data
+
+    splits = read_training_data(path)
+    texts = []
+    for row in splits.train:
+        messages = serving_messages(row["messages"], row_system_prompt(row))
+        texts.append("".join(piece.text for piece in render_pieces(messages, row.get("tools") or None)))
+    return texts
+
+
 def train_tokenizer(texts: list[str], vocab_size: int):
     """A byte-level BPE tokenizer trained on `texts`, wrapped for transformers with Qwen3's tokens."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # digits in groups of at most three: an id or a price is a few frequent tokens, the same wherever it
+    # appears, so a small model can copy it from a tool result (long digit merges would be rare tokens)
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(r"\d{1,3}"), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False),
+        ]
+    )
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -120,7 +145,8 @@ def make_tiny_model(config: TinyModelConfig) -> TinyModel:
     out = config.out
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"tiny-model: {out} exists and is not an empty directory; pick a new --out")
-    tokenizer = train_tokenizer(tokenizer_text(config.products, config.seed), config.vocab_size)
+    texts = corpus_text(config.corpus) if config.corpus else tokenizer_text(config.products, config.seed)
+    tokenizer = train_tokenizer(texts, config.vocab_size)
     head_dim = max(4, config.hidden_size // config.heads)
     model_config = Qwen3Config(
         vocab_size=len(tokenizer),

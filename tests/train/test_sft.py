@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shoparena.cli import app
-from shoparena.train.chat_render import render_with_mask
+from shoparena.train.chat_render import render_row, row_system_prompt, serving_messages
 from shoparena.train.config import ConfigError
 from shoparena.train.sft import SFTStageConfig, run_sft
 from tests.jsonl import read_jsonl
@@ -26,7 +26,7 @@ MAX_LENGTH = 4000
 
 
 def _lengths(tokenizer, rows: list[dict]) -> list[int]:
-    return [len(render_with_mask(tokenizer, r["messages"], r["tools"]).input_ids) for r in rows]
+    return [len(render_row(tokenizer, r).input_ids) for r in rows]  # as tokenise_rows renders them
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,9 @@ def test_mask_check_spans_are_exactly_assistant_output(sft_run, tiny_corpus, tin
     train = read_jsonl(tiny_corpus / "train.jsonl")
     assert len(check["rows"]) == 2
     for entry in check["rows"]:
-        messages = train[entry["row"]]["messages"]
+        row = train[entry["row"]]
+        messages = serving_messages(row["messages"], row_system_prompt(row))  # as trained: as served
+        assert messages[0] == {"role": "system", "content": row["metadata"]["system_prompt"]}
         assert entry["verified"] is True
         turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
         assert [span["turn"] for span in entry["spans"]] == turns

@@ -92,16 +92,69 @@ class ReferenceAgent(Agent):
         raise NotImplementedError
 
 
+STYLES = ("full", "concise")
+CONCISE_SEARCH = "I search the catalogue for the request."
+CONCISE_PICK = "The first hit fits the request."
+CONCISE_DONE = "Done."
+
+
 class AgenticReferenceAgent(ReferenceAgent):
-    """Reference agent, axis-A shape: a scripted model whose every call is a reasoned assistant turn."""
+    """Reference agent, axis-A shape: a scripted model whose every call is a reasoned assistant turn.
+
+    `style="concise"` is a teacher for small models (curricula, `shoparena train proof`): on product
+    tasks it plays the shortest path that usually solves — one search with the request's own words and
+    its price/service filters, the first hit recommended, terminate — with one fixed sentence of
+    reasoning per turn, so what a student must learn is copying (words and numbers from the request,
+    an id from the tool result), not the full policy's prose. Shop and voucher tasks are played in full.
+    """
 
     def __init__(
-        self, protocol: str = "openai", max_parallel_calls: int = MAX_PARALLEL_CALLS, seed: int | None = None
+        self,
+        protocol: str = "openai",
+        max_parallel_calls: int = MAX_PARALLEL_CALLS,
+        seed: int | None = None,
+        style: str = "full",
     ):
-        super().__init__("agentic", protocol)
+        super().__init__("agentic" if style == "full" else f"agentic-{style}", protocol)
         if max_parallel_calls < 1:
             raise ValueError("max_parallel_calls must be at least 1")
+        if style not in STYLES:
+            raise AgentSpecError(f"reference:agentic: style {style!r} is not one of {', '.join(STYLES)}")
         self.max_parallel_calls = max_parallel_calls
+        self.style = style
+
+    def run(self, episode: Episode, view: ProblemView) -> AgentRun:
+        if self.style != "concise" or (view.bucket or classify_bucket(view.query)) != "product":
+            return super().run(episode, view)
+        report = AgentRun()
+        try:
+            self._concise(episode, view, report)
+        except Exception as exc:  # a reference agent must never take the runner down
+            report.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
+        return report
+
+    def _say(self, episode: Episode, reasoning: str, name: str, arguments: dict, report: AgentRun) -> list:
+        turn = len(report.model_outputs) + 1
+        call = ParsedCall(name=name, arguments=arguments, id=f"call_{turn}_1")
+        output = self.protocol.render_turn(ParsedTurn(thinking=reasoning, calls=[call]))
+        report.model_outputs.append(output)
+        return episode.run_turn(self.protocol, output, origin="llm")
+
+    def _concise(self, episode: Episode, view: ProblemView, report: AgentRun) -> None:
+        plan = self.plan(view)
+        item = plan.items[0]
+        arguments: dict[str, Any] = {"q": view.query}
+        if item.price:
+            arguments["price"] = item.price.filter_text()
+        if item.service_filter:
+            arguments["service"] = item.service_filter
+        observations = self._say(episode, CONCISE_SEARCH, "find_product", arguments, report)
+        hits = _hits(observations)
+        if not hits or episode.ended:
+            return
+        self._say(episode, CONCISE_PICK, "recommend_product", {"product_ids": hits[0]}, report)
+        if not episode.ended:
+            self._say(episode, CONCISE_DONE, "terminate", {"status": "success"}, report)
 
     def capacity(self, episode: Episode) -> int:
         return self.max_parallel_calls if self.steps_left(episode) - self.reserve >= 1 else 0
@@ -168,6 +221,20 @@ class PipelineReferenceAgent(ReferenceAgent):
                 batch = batches.send(observations)
             except StopIteration:
                 break
+
+
+def _hits(observations: list[Any]) -> list[str]:
+    """The product ids a find_product observation lists, in order."""
+    import json
+
+    for observation in observations:
+        try:
+            value = json.loads(getattr(observation, "text", "") or "")
+        except ValueError:
+            continue
+        if isinstance(value, list):
+            return [str(h["product_id"]) for h in value if isinstance(h, dict) and "product_id" in h]
+    return []
 
 
 def _narration(batch: Batch, solver: Solver) -> str:
