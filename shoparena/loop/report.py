@@ -339,6 +339,20 @@ def comparison_section(data: LoopData) -> Section:
             "(1 − C(n−c, k)/C(n, k), averaged over problems). ASR brackets are 95% bootstrap intervals."
         )
     )
+    parameters = data.training.random_base_parameters
+    if parameters is not None:
+        blocks.append(
+            Text(
+                f"What this model can and cannot do: the base is a random-weight Qwen3 of {parameters:,} "
+                "parameters made on the spot (no pretrained weights are downloaded here), and each stage "
+                "trains it for a few steps. It is expected to solve nothing and to place last in the final "
+                "race: this report shows that every stage runs and hands its checkpoint on, not that "
+                "training teaches a model to shop. The learning proof is `shoparena train proof` "
+                "(docs/training.md): a from-scratch model trained on a concise teacher's rows, evaluated "
+                "held-out with 95% intervals.",
+                missing=True,
+            )
+        )
     return Section("comparison", "4. Held-out comparison (Table 1 shape)", blocks)
 
 

@@ -153,6 +153,26 @@ class Training(BaseModel):
     ran: bool
     """04-train exists."""
     stages: list[StageCurves] = []
+    random_base_parameters: int | None = None
+    """Parameters of the random-weight model the pipeline made on the spot (04-train/00-base), so the
+    report can say plainly that this base cannot shop; None when the pipeline was given a real model."""
+
+
+def _safetensors_parameters(directory: Path) -> int | None:
+    """Count a checkpoint's parameters from its safetensors headers, without loading torch."""
+    total = 0
+    files = sorted(directory.glob("*.safetensors"))
+    for path in files:
+        with path.open("rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            header = orjson.loads(handle.read(size))
+        for name, entry in header.items():
+            if name != "__metadata__":
+                count = 1
+                for dim in entry["shape"]:
+                    count *= dim
+                total += count
+    return total if files else None
 
 
 def _curves(path: Path) -> dict[str, dict[str, list[tuple[float, float]]]]:
@@ -236,7 +256,9 @@ def read_training(layout: LoopLayout) -> Training:
                 series=_curves(stage_dir / STAGE_METRICS_FILE),
             )
         )
-    return Training(ran=True, stages=stages)
+    base_dir = train_dir / BASE_DIR
+    random_base = _safetensors_parameters(base_dir) if base_dir.is_dir() else None
+    return Training(ran=True, stages=stages, random_base_parameters=random_base)
 
 
 # -- the held-out comparison ---------------------------------------------------------------------------------

@@ -205,3 +205,16 @@ def test_the_loops_serve_part_is_model_serves_settings_with_the_loops_cap():
     assert ServePart().max_new_tokens == 64 and ServeSettings().max_new_tokens == 2048
     with pytest.raises(ValueError, match="max_new_tokens"):
         ServePart(max_new_tokens=0)
+
+
+def test_the_report_says_plainly_that_its_random_base_cannot_shop(looped):
+    """The demo's model is made on the spot; the report names its exact size and what it cannot do."""
+    from transformers import AutoModelForCausalLM
+
+    layout, _result, _lines = looped
+    model = AutoModelForCausalLM.from_pretrained(layout.train_dir / "00-base")
+    parameters = sum(p.numel() for p in model.parameters())
+    md = layout.report_md.read_text()
+    assert f"random-weight Qwen3 of {parameters:,} parameters" in md
+    assert "shoparena train proof" in md
+    assert "random-weight Qwen3" in layout.report_html.read_text()
