@@ -45,6 +45,24 @@ CLOSED = ("RACE_COMPLETE", "CANCELLED")
 MAX_TICK_STEPS = 4
 
 
+def closed_race(race: Any, now: datetime, **outcome: Any) -> Race:
+    """The served record of a race row as it closes: the row's frozen draw plus the close's outcome."""
+    return Race(
+        race_id=race.race_id,
+        opened_at=race.opened_at,
+        closed_at=now,
+        rotation_period=race.rotation_period,
+        rotation_sha256=race.rotation_sha256,
+        seed_commitment=race.seed_commitment,
+        seed=race.seed,
+        problem_ids=list(race.problem_ids),
+        race_clusters=list(race.race_clusters),
+        open_clusters=list(race.open_clusters),
+        incumbent_before=race.incumbent_before,
+        **outcome,
+    )
+
+
 class RaceError(ArenaError):
     """A race step that cannot happen now (wrong state, nothing to draw from): says what to do."""
 
@@ -391,19 +409,10 @@ class RaceEngine:
         with writing(self.engine) as connection:
             race = self._expect(connection, "RACE_RUNNING").row
             winner, winner_submission = self.crown(connection)
-            served = Race(
-                race_id=race.race_id,
+            served = closed_race(
+                race,
+                now,
                 state="CANCELLED",
-                opened_at=race.opened_at,
-                closed_at=now,
-                rotation_period=race.rotation_period,
-                rotation_sha256=race.rotation_sha256,
-                seed_commitment=race.seed_commitment,
-                seed=race.seed,
-                problem_ids=list(race.problem_ids),
-                race_clusters=list(race.race_clusters),
-                open_clusters=list(race.open_clusters),
-                incumbent_before=race.incumbent_before,
                 winner=winner,
                 winner_submission_id=winner_submission,
                 code_release_at=self._release_of(connection, winner, winner_submission),
@@ -499,20 +508,11 @@ class RaceEngine:
                     else release_before
                 )
                 detail = promotion.reason
-            served = Race(
-                race_id=race.race_id,
+            served = closed_race(
+                race,
+                now,
                 state=state,
-                opened_at=race.opened_at,
-                closed_at=now,
-                rotation_period=race.rotation_period,
-                rotation_sha256=race.rotation_sha256,
-                seed_commitment=race.seed_commitment,
-                seed=race.seed,
-                problem_ids=list(race.problem_ids),
-                race_clusters=list(race.race_clusters),
-                open_clusters=list(race.open_clusters),
                 results=ranked,
-                incumbent_before=race.incumbent_before,
                 winner=winner,
                 winner_submission_id=winner_submission,
                 promoted=promoted,
