@@ -226,6 +226,8 @@ def train_full(
     budget = settings.minutes * 60 if settings.minutes is not None else None
     start = time.monotonic()
     window_loss, window_n = 0.0, 0
+    if metrics_path is not None:
+        metrics_path.parent.mkdir(parents=True, exist_ok=True)
     metrics = metrics_path.open("ab") if metrics_path else None
     epoch = 0
     done = False

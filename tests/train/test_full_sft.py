@@ -90,3 +90,21 @@ def test_tiny_model_tokenizer_from_a_corpus_keeps_digits_in_groups_of_three(tiny
     digits = [p for p in pieces if p.strip("Ġ").isdigit()]
     assert "".join(digits) == "8039704070" and all(len(p) <= 3 for p in digits)
     assert len(tokenizer) <= 700 + 16
+
+
+def test_train_full_writes_its_metrics_into_a_directory_it_makes(
+    tiny_model_dir, tiny_tokenizer, tiny_corpus, tmp_path
+):
+    """The proof's RS stage logs to OUT/rs/metrics.jsonl before OUT/rs exists (a crash the tiny proof,
+    which keeps no rollout, never reached)."""
+    from transformers import AutoModelForCausalLM
+
+    from shoparena.train.full_sft import FullSFTSettings, train_full
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    rows = read_corpus(tiny_corpus).train[:2]
+    metrics = tmp_path / "not-yet" / "metrics.jsonl"
+    log = train_full(
+        model, tiny_tokenizer, rows, FullSFTSettings(max_steps=1, log_every=1), metrics_path=metrics
+    )
+    assert log.steps == 1 and metrics.is_file() and metrics.read_text().strip()
