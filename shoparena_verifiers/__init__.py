@@ -5,6 +5,12 @@ Taskset, Harness and Env subclass; it cannot import a dotted module, so this pac
 `shoparena.integrations.verifiers` (where everything lives).
 """
 
-from shoparena.integrations.verifiers import ShopEnv, ShopHarness, ShopTaskset, load_environment, to_trajectory
+from shoparena.integrations.verifiers import (
+    ShopEnv,
+    ShopHarness,
+    ShopTaskset,
+    load_environment,
+    to_trajectory,
+)
 
 __all__ = ["ShopEnv", "ShopHarness", "ShopTaskset", "load_environment", "to_trajectory"]

@@ -46,7 +46,7 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError(
         "shoparena.integrations.verifiers needs the `verifiers` package: pip install 'shoparena[verifiers]'"
     ) from exc
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
 from shoparena.eval.config import WorkerConfig
@@ -109,7 +109,18 @@ class ShopTaskConfig(vf.TaskConfig):
     judge: str | None = None
     """A judge spec (`offline`, `openai:MODEL`, `panel:…`) for the `judge_quality` reward; None: no judge."""
     judge_options: dict[str, Any] = Field(default_factory=dict)
-    """Options of `make_judge` (base_url, api_key, fallback, …)."""
+    """Options of `make_judge` (base_url, fallback, timeout_s, …). Not the API key: verifiers saves this
+    config with its run, so the judge reads its key from OPENAI_API_KEY."""
+
+    @field_validator("judge_options")
+    @classmethod
+    def _no_secrets(cls, options: dict[str, Any]) -> dict[str, Any]:
+        if "api_key" in options:
+            raise ValueError(
+                "judge_options: no api_key here (verifiers writes its config into the run directory); "
+                "the judge reads OPENAI_API_KEY"
+            )
+        return options
 
 
 class ShopTasksetConfig(vf.TasksetConfig):
@@ -416,4 +427,3 @@ def to_trajectory(trace: vf.Trace | Mapping[str, Any]) -> TrajectoryRecord:
 def episode_traces(episodes: Sequence[vf.Episode]) -> list[vf.Trace]:
     """Every trace of `episodes`, in order."""
     return [trace for episode in episodes for trace in episode.traces]
-
