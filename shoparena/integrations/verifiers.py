@@ -50,7 +50,7 @@ from pydantic import Field, field_validator
 
 from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
 from shoparena.eval.config import WorkerConfig
-from shoparena.eval.episodes import EpisodeDigest, EpisodeTask
+from shoparena.eval.episodes import RETRYABLE_ERRORS, EpisodeDigest, EpisodeTask, error_kind
 from shoparena.eval.executors import EpisodeWorker
 from shoparena.eval.runner import check_unique, load_suite, score_summary
 from shoparena.problems.models import Problem
@@ -169,6 +169,17 @@ def _judge(spec: str, options: str):
     return make_judge(spec, **json.loads(options))
 
 
+def scored(record: TrajectoryRecord, data: ShopData, similarity: str) -> TrajectoryRecord:
+    """The record with its `score`, as `shoparena eval`'s runner scores an episode."""
+    with _lock:
+        scorer = _scorer(data.catalog, data.mode, similarity)
+        digest = EpisodeDigest.of(record)
+        score = score_summary(
+            scorer, data.problem, digest.answer, answered=not digest.error, grounded=digest.grounded
+        )
+    return record.model_copy(update={"score": score})
+
+
 # -- the harness: one episode through the interception endpoint ------------------------------------
 
 
@@ -221,6 +232,14 @@ class ShopHarness(vf.Harness[ShopHarnessConfig]):
         record = await asyncio.to_thread(
             run_rollout, _data(data), self.config, model, endpoint, secret, trace.id[:12]
         )
+        error = record.outcome.error
+        if error and error_kind(error) in RETRYABLE_ERRORS:
+            # The endpoint failed, not the policy: an errored rollout (verifiers retries it, trainers
+            # leave it out) rather than a reward of 0. verifiers scores no errored rollout, so its
+            # record is scored here (it answered nothing: no title is compared, any similarity will do).
+            record = scored(record, _data(data), "lexical")
+            trace.info[RECORD_KEY] = record.model_dump(mode="json")
+            raise vf.ProviderError(f"shoparena episode: {error}")
         trace.info[RECORD_KEY] = record.model_dump(mode="json")
         return vf.ProgramResult(exit_code=0, stdout="", stderr="")
 
@@ -240,14 +259,7 @@ class ShopTask(vf.Task[ShopData, vf.State, ShopTaskConfig]):
             return None
         record = TrajectoryRecord.model_validate(raw)
         if record.score.rule is None:
-            data = self.data
-            with _lock:
-                scorer = _scorer(data.catalog, data.mode, self.config.similarity)
-                digest = EpisodeDigest.of(record)
-                score = score_summary(
-                    scorer, data.problem, digest.answer, answered=not digest.error, grounded=digest.grounded
-                )
-            record = record.model_copy(update={"score": score})
+            record = scored(record, self.data, self.config.similarity)
             trace.info[RECORD_KEY] = record.model_dump(mode="json")
         return record
 

@@ -26,7 +26,7 @@ from shoparena.cli import app
 from shoparena.inference.reference_model import ReferenceChatModel
 from shoparena.judge import judge_record
 from shoparena.records.trajectory import TrajectoryRecord
-from tests.agents.conftest_llm import Reply, ScriptedChatServer
+from tests.agents.conftest_llm import Reply, ScriptedChatServer, completion, error_body
 
 MODEL = "reference-agentic"
 LIMIT = 4
@@ -56,13 +56,21 @@ def reference_server(step_cap: int) -> ScriptedChatServer:
     return ScriptedChatServer(lambda index, body: Reply(model.complete(body, step_cap=step_cap)))
 
 
-def shoparena_eval(catalog: Path, problems: Path, out: Path, base_url: str, *extra: str) -> dict[str, dict]:
+def shoparena_eval(
+    catalog: Path,
+    problems: Path,
+    out: Path,
+    base_url: str,
+    *extra: str,
+    limit: int = LIMIT,
+    exit_code: int = 0,
+) -> dict[str, dict]:
     """`shoparena eval --agent openai:MODEL` on the same endpoint: its records by problem id."""
-    args = ["eval", "--catalog", str(catalog), "--problems", str(problems), "--limit", str(LIMIT)]
+    args = ["eval", "--catalog", str(catalog), "--problems", str(problems), "--limit", str(limit)]
     args += ["--agent", f"openai:{MODEL}", "--base-url", base_url, "--out", str(out), "--mode", "strict"]
     args += ["--executor", "inline", "--similarity", "lexical", "--bootstrap", "0", "--quiet", *extra]
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == exit_code, result.output
     lines = (out / "trajectories.jsonl").read_text().splitlines()
     return {r["problem"]["problem_id"]: r for r in map(json.loads, lines)}
 
@@ -171,6 +179,41 @@ def test_rollouts_enter_the_store(vfenv, small_catalog_dir, problems_file, tmp_p
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout[result.stdout.index("{") :])
     assert (report["seen"], report["inserted"], report["rejected"]) == (4, 4, 0)
+
+
+@pytest.mark.parametrize(
+    ("reply", "errored"),
+    [
+        (Reply(error_body("no such model"), 400), True),  # the endpoint failed: not the policy's fault
+        (Reply(completion("I would buy the first one.")), False),  # the policy gave up: a reward of 0
+    ],
+    ids=["endpoint-refuses", "no-tool-call"],
+)
+def test_failed_episodes_score_as_shoparena_eval_scores_them(
+    vfenv, small_catalog_dir, problems_file, tmp_path, reply, errored
+):
+    with ScriptedChatServer(lambda index, body: reply) as server:
+        env = vfenv.load_environment(small_catalog_dir, problems_file, limit=1, similarity="lexical")
+        (episode,) = vfenv.evaluate(env, model=MODEL, base_url=server.base_url)
+        expected = shoparena_eval(
+            small_catalog_dir,
+            problems_file,
+            tmp_path / "eval",
+            server.base_url,
+            limit=1,
+            exit_code=int(errored),
+        )
+    (trace,) = episode.traces
+    record = vfenv.to_trajectory(trace)
+    (theirs,) = expected.values()
+    assert record.model_dump(mode="json")["score"] == theirs["score"]
+    assert record.score.success is False and record.score.rule == 0.0
+    assert (record.outcome.error is not None) is errored is (theirs["outcome"]["error"] is not None)
+    # an endpoint failure is an errored rollout (verifiers retries it, trainers drop it), not a 0
+    assert episode.ok is (not errored) and trace.ok is (not errored)
+    assert trace.rewards == ({} if errored else trace.rewards)
+    if not errored:
+        assert trace.reward == 0.0 and trace.rewards["outcome"].score == 0.0
 
 
 @pytest.mark.parametrize(
