@@ -78,6 +78,7 @@ __all__ = [
     "ShopTaskConfig",
     "ShopTaskset",
     "ShopTasksetConfig",
+    "episode_traces",
     "evaluate",
     "load_environment",
     "to_trajectory",
@@ -223,7 +224,6 @@ def run_rollout(
 class ShopHarness(vf.Harness[ShopHarnessConfig]):
     """shoparena's own tool loop, in-process: every model call goes to the rollout's interception."""
 
-    APPENDS_SYSTEM_PROMPT = True
     EXECUTES_CODE = False
     NEEDS_CONTAINER = False
 

@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shoparena.cli import app
+from shoparena.harness.tool_specs import tool_schemas
 from shoparena.inference.reference_model import ReferenceChatModel
 from shoparena.judge import judge_record
 from shoparena.records.trajectory import TrajectoryRecord
@@ -214,6 +215,30 @@ def test_failed_episodes_score_as_shoparena_eval_scores_them(
     assert trace.rewards == ({} if errored else trace.rewards)
     if not errored:
         assert trace.reward == 0.0 and trace.rewards["outcome"].score == 0.0
+
+
+def test_the_harness_options_reach_the_model(vfenv, small_catalog_dir, problems_file):
+    give_up = completion(
+        None, [{"id": "c1", "type": "function", "function": {"name": "terminate", "arguments": "{}"}}]
+    )
+    with ScriptedChatServer(lambda index, body: Reply(give_up)) as server:
+        env = vfenv.load_environment(
+            small_catalog_dir,
+            problems_file,
+            limit=1,
+            similarity="lexical",
+            harness={"system_prompt": "Shop carefully.", "temperature": 0.7, "max_tokens": 64},
+        )
+        (episode,) = vfenv.evaluate(env, model=MODEL, base_url=server.base_url)
+    (request,) = server.requests
+    assert request.body["messages"][0] == {"role": "system", "content": "Shop carefully."}
+    assert (request.body["temperature"], request.body["max_tokens"], request.body["model"]) == (
+        0.7,
+        64,
+        MODEL,
+    )
+    assert request.body["tools"] == tool_schemas("oro7")  # the harness's own schemas
+    assert vfenv.to_trajectory(episode.traces[0]).messages[0]["content"] == "Shop carefully."
 
 
 @pytest.mark.parametrize(
