@@ -196,7 +196,9 @@ def run_rollout(
     options: dict[str, Any] = {
         "base_url": base_url,
         "api_key": api_key,
-        "system_prompt": config.system_prompt,
+        # the task's own system prompt when verifiers gave it one (`--env.taskset.system-prompt FILE`,
+        # what `vf-gepa` optimises), else the harness's
+        "system_prompt": data.system_prompt if data.system_prompt is not None else config.system_prompt,
         "timeout_s": config.timeout_s,
         "max_retries": config.max_retries,
     }
@@ -366,11 +368,13 @@ def load_environment(
     judge_weight: float = 0.0,
     judge_options: Mapping[str, Any] | None = None,
     harness: Mapping[str, Any] | None = None,
+    system_prompt_file: str | Path | None = None,
 ) -> vf.Env:
     """The verifiers environment of PROBLEMS in CATALOG: our tools, our step cap, our rule scorer.
 
     reward = outcome + tool_weight × tool_match + judge_weight × judge_quality. `harness` sets
-    `ShopHarnessConfig` fields (system prompt, temperature, max tokens, timeouts)."""
+    `ShopHarnessConfig` fields (system prompt, temperature, max tokens, timeouts);
+    `system_prompt_file` is verifiers' own override of every task's system prompt (`vf-gepa`'s output)."""
     if tool_weight and teacher is None:
         raise ValueError("tool_weight needs teacher trajectories (teacher=PATH)")
     if judge_weight and judge is None:
@@ -393,6 +397,7 @@ def load_environment(
             "step_cap": step_cap,
             "limit": limit,
             "task": task,
+            "system_prompt": str(system_prompt_file) if system_prompt_file is not None else None,
         },
         "agent": {"harness": {"id": TASKSET_ID, **dict(harness or {})}},
     }

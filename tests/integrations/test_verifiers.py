@@ -241,6 +241,26 @@ def test_the_harness_options_reach_the_model(vfenv, small_catalog_dir, problems_
     assert vfenv.to_trajectory(episode.traces[0]).messages[0]["content"] == "Shop carefully."
 
 
+def test_a_task_system_prompt_wins(vfenv, small_catalog_dir, problems_file, tmp_path):
+    """verifiers' `--env.taskset.system-prompt FILE` (what `vf-gepa` optimises) reaches the model."""
+    (tmp_path / "prompt.txt").write_text("Find the cheapest match.")
+    give_up = completion(
+        None, [{"id": "c1", "type": "function", "function": {"name": "terminate", "arguments": "{}"}}]
+    )
+    with ScriptedChatServer(lambda index, body: Reply(give_up)) as server:
+        env = vfenv.load_environment(
+            small_catalog_dir,
+            problems_file,
+            limit=1,
+            similarity="lexical",
+            harness={"system_prompt": "Shop carefully."},
+            system_prompt_file=tmp_path / "prompt.txt",
+        )
+        vfenv.evaluate(env, model=MODEL, base_url=server.base_url)
+    (request,) = server.requests
+    assert request.body["messages"][0] == {"role": "system", "content": "Find the cheapest match."}
+
+
 @pytest.mark.parametrize(
     ("options", "error"),
     [
