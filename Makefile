@@ -13,7 +13,7 @@ $(BIN)/python:
 # torch must come first and pinned: 2.13.0 is the CPU build on this disk; anything looser pulls CUDA.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,embed,es,bench,hf,scale,s3,train,chain]'
+	$(BIN)/pip install -q -e '.[dev,embed,es,bench,hf,scale,s3,train,chain,verifiers]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -21,8 +21,8 @@ demo: $(STAMP) sandbox-deps
 	$(BIN)/python -m shoparena.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check shoparena tests bench
-	$(BIN)/ruff format --check shoparena tests bench
+	$(BIN)/ruff check shoparena shoparena_verifiers tests bench
+	$(BIN)/ruff format --check shoparena shoparena_verifiers tests bench
 
 test: $(STAMP) lint sandbox-deps browser-deps
 	$(BIN)/python -m pytest -n 2 --dist loadscope -q

@@ -32,6 +32,7 @@ ORDER = [
     "arena",
     "season",
     "train",
+    "integrations",
     "loop",
     "cli",
 ]
