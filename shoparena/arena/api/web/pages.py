@@ -113,12 +113,22 @@ def guarded(services: ArenaServices, make: Callable[[], HTMLResponse]) -> HTMLRe
 @web_router.get("/", response_class=HTMLResponse)
 def index(services: Services) -> HTMLResponse:
     def make() -> HTMLResponse:
-        entries = services.reader.leaderboard()
+        board = services.reader.leaderboard()
+        entries = [entry for entry in board if not entry.provisional]
+        provisional = [entry for entry in board if entry.provisional]
         races: list[Race] = [sealed(race) for race in services.reader.races(RECENT_RACES)]
         incumbent = next((entry for entry in entries if entry.incumbent), None)
         fresh = services.reader.freshness()
         return render(
-            services, "index.html", entries=entries, incumbent=incumbent, races=races, bar=bar, fresh=fresh
+            services,
+            "index.html",
+            entries=entries,
+            provisional=provisional,
+            incumbent=incumbent,
+            races=races,
+            bar=bar,
+            fresh=fresh,
+            arena_dir=services.arena.dir.name or "ARENA",
         )
 
     return guarded(services, make)
