@@ -166,11 +166,46 @@ def test_miner_submit_and_status(server, key_file, files):
     assert unknown.exit_code == 2 and "not found" in unknown.output
 
 
-def test_miner_submit_rejected_file(server, key_file, files):
-    _benign, banned = files
-    rejected = invoke("miner", "submit", "--arena", server.url, "--key", key_file, banned)
+LOCALLY_REFUSED = [
+    ("syntax", b"def agent_main(problem_data):\n    return [\n", "format.syntax", 2),
+    ("banned-import", BANNED, "security.banned_import", 1),
+    ("no-agent-main", b"ANSWER = 1\n", "format.agent_main", 1),
+    ("eval", b"def agent_main(problem_data):\n    return eval('[]')\n", "security.banned_call", 2),
+]
+
+
+@pytest.mark.parametrize(
+    "code,rule,line", [case[1:] for case in LOCALLY_REFUSED], ids=[c[0] for c in LOCALLY_REFUSED]
+)
+def test_miner_submit_refuses_locally_what_admission_rejects(
+    server, key_file, miner, files, tmp_path, code, rule, line
+):
+    """Admission's check runs before anything is sent: the rule and the line, nothing reaches the
+    arena (no request audited, no submission, no cooldown), so the fixed file goes through at once."""
+    agent = tmp_path / "typo.py"
+    agent.write_bytes(code)
+    refused = invoke("miner", "submit", "--arena", server.url, "--key", key_file, agent)
+    assert refused.exit_code == 1, refused.output
+    flat = " ".join(refused.output.split())
+    assert f"{agent}:{line}:" in flat and rule in flat and "nothing was sent, no cooldown was spent" in flat
+    as_json = invoke("miner", "submit", "--arena", server.url, "--key", key_file, agent, "--json")
+    assert as_json.exit_code == 1 and orjson.loads(as_json.stdout)["violations"][0]["rule"] == rule
+    assert server.arena.audit.entries(limit=10) == [] and server.arena.ledger.list_for(miner.hotkey) == []
+    benign, _banned = files
+    assert invoke("miner", "submit", "--arena", server.url, "--key", key_file, benign).exit_code == 0
+
+
+def test_miner_submit_shows_the_arenas_rejection(arena, server_factory, key_file, files):
+    """A file the local check admits but the arena's admission rejects (a newer arena's rules): the
+    arena's verdict and its cooldown are shown."""
+    from shoparena.admission import Violation
+
+    stricter = [Violation(rule="security.new_rule", kind="security", line=3, message="a newer rule")]
+    server = server_factory(arena, check=lambda _code: stricter)
+    benign, _banned = files
+    rejected = invoke("miner", "submit", "--arena", server.url, "--key", key_file, benign)
     assert rejected.exit_code == 1
-    assert "security.banned_import" in rejected.output and "next submission allowed" in rejected.output
+    assert "security.new_rule" in rejected.output and "next submission allowed" in rejected.output
 
 
 def test_miner_status_shows_scores(server, key_file, miner, validator):
