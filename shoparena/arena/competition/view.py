@@ -234,8 +234,7 @@ class CompetitionView:
 
         An arena without a race bank (the key holds whether the bank file exists) runs no
         competition: its validators evaluate bank jobs, which no race reads. Each registered miner's
-        latest submission whose bank score stands (the same quorum and stake-weighted median as a
-        qualifying score) is listed after the competition's rows as a `provisional` entry: ranked by
+        latest submission whose bank score stands (`_bank_standings`) is listed after the competition's rows as a `provisional` entry: ranked by
         that score, with no weight and no crown, whatever the weight vectors say."""
         config = self.races_engine.config  # what `qualifiers` reads its threshold and quorum from
         answer = self._read(
@@ -344,10 +343,7 @@ class CompetitionView:
     ) -> list[LeaderboardEntry]:
         """Each registered miner's latest submission with a standing bank score (hotkeys in `seen`
         left out), best first: provisional entries, which earn no weight and hold no crown."""
-        from shoparena.arena.competition.qualifying import qualifying_standings
-
-        engine = self.races_engine
-        standings = qualifying_standings(connection, engine._stakes(connection), engine.config, kind="bank")
+        standings = self._bank_standings(connection)
         scores = {sid: found.score for sid, found in standings.items() if found.score is not None}
         miners = {n.hotkey: n for n in self.arena.metagraph.all(connection) if n.role == "miner"}
         rows = connection.execute(
@@ -444,13 +440,20 @@ class CompetitionView:
             code_release_at=release,
         )
 
-    def _bank_score(self, connection: Connection, submission_id: str) -> float | None:
-        """`submission_id`'s standing score on the arena's problem bank (bank jobs), if any."""
+    def _bank_standings(self, connection: Connection) -> dict:
+        """Submission id → its standing on the arena's problem bank (bank jobs): the stake-weighted
+        median of its validators' final scores once as many have reported as the job layer hands each
+        bank job to (`jobs.validators_per_submission`), or that share of the stake."""
         from shoparena.arena.competition.qualifying import qualifying_standings
 
         engine = self.races_engine
-        standings = qualifying_standings(connection, engine._stakes(connection), engine.config, kind="bank")
-        found = standings.get(submission_id)
+        quorum = {"qualifying_quorum": self.arena.config.jobs.validators_per_submission}
+        config = engine.config.model_copy(update=quorum)
+        return qualifying_standings(connection, engine._stakes(connection), config, kind="bank")
+
+    def _bank_score(self, connection: Connection, submission_id: str) -> float | None:
+        """`submission_id`'s standing score on the arena's problem bank, if any."""
+        found = self._bank_standings(connection).get(submission_id)
         return found.score if found is not None else None
 
     def _axes(self, record_ids: list[str | None]) -> dict[str, float]:
