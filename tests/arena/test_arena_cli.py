@@ -401,6 +401,63 @@ def test_arena_serve_subprocess(tmp_path, small_catalog_dir, problems_file, file
     assert f"on http://127.0.0.1:{port}" in output
 
 
+def test_arena_serve_log_file_keeps_the_log_out_of_the_terminal(tmp_path, small_catalog_dir, problems_file):
+    arena_dir, log = tmp_path / "arena", tmp_path / "logs" / "arena.log"
+    init = ("arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file)
+    assert invoke(*init).exit_code == 0
+    port = free_port()
+    command = [sys.executable, "-c", "from shoparena.cli import main; main()", "arena", "serve"]
+    command += ["--dir", str(arena_dir), "--port", str(port), "--log-file", str(log)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1"}
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "arena serve did not come up"
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGINT)
+        terminal = process.communicate(timeout=30)[0].decode()
+    assert f"log in {log}" in " ".join(terminal.split()) and "GET /v1/health" not in terminal
+    assert "GET /v1/health" in log.read_text() and "Shutting down" in log.read_text()
+
+
+@pytest.fixture
+def busy_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+BACKGROUND_REFUSALS = [
+    ("port-0", lambda arena, busy: ("--dir", arena, "--port", "0"), "needs a fixed --port"),
+    ("not-an-arena", lambda arena, busy: ("--dir", arena.parent, "--port", "1"), "not an arena directory"),
+    ("port-in-use", lambda arena, busy: ("--dir", arena, "--port", str(busy)), "already serving there?"),
+]
+
+
+@pytest.mark.parametrize(
+    "options,message", [c[1:] for c in BACKGROUND_REFUSALS], ids=[c[0] for c in BACKGROUND_REFUSALS]
+)
+def test_arena_serve_background_refusals(
+    tmp_path, small_catalog_dir, problems_file, busy_port, options, message
+):
+    arena_dir = tmp_path / "arena"
+    init = ("arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file)
+    assert invoke(*init).exit_code == 0
+    refused = invoke("arena", "serve", "--background", *options(arena_dir, busy_port))
+    assert refused.exit_code == 2 and message in " ".join(refused.output.split()), refused.output
+    assert not (arena_dir / "serve.log").exists()  # nothing was started
+
+
 def test_no_miner_is_ever_registered_on_the_burn_uid(tmp_path, small_catalog_dir, problems_file):
     """Issue 23: a miner crowned on the burn uid could only be paid into the burn (and stalled every race)."""
     arena_dir = tmp_path / "arena"
