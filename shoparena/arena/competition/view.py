@@ -234,8 +234,9 @@ class CompetitionView:
 
         An arena without a race bank (the key holds whether the bank file exists) runs no
         competition: its validators evaluate bank jobs, which no race reads. Each registered miner's
-        latest submission whose bank score stands (`_bank_standings`) is listed after the competition's rows as a `provisional` entry: ranked by
-        that score, with no weight and no crown, whatever the weight vectors say."""
+        latest submission whose bank score stands (`_bank_standings`) is listed after the
+        competition's rows as a `provisional` entry: ranked by that score, with no weight and no
+        crown, whatever the weight vectors say, and never a qualifier."""
         config = self.races_engine.config  # what `qualifiers` reads its threshold and quorum from
         answer = self._read(
             "leaderboard",
@@ -442,8 +443,9 @@ class CompetitionView:
 
     def _bank_standings(self, connection: Connection) -> dict:
         """Submission id → its standing on the arena's problem bank (bank jobs): the stake-weighted
-        median of its validators' final scores once as many have reported as the job layer hands each
-        bank job to (`jobs.validators_per_submission`), or that share of the stake."""
+        median of its validators' final scores, once as many validators have reported as the job
+        layer hands each bank job to (`jobs.validators_per_submission`), or validators holding
+        `qualifying_stake_share` of the stake."""
         from shoparena.arena.competition.qualifying import qualifying_standings
 
         engine = self.races_engine
