@@ -406,6 +406,7 @@ def start_in_background(arena_dir: Path, host: str, port: int, log_file: Path, o
     import time
 
     import httpx
+    from rich.markup import escape
 
     if port == 0:
         raise fail("--background needs a fixed --port (0 picks a port nobody would know)")
@@ -444,7 +445,8 @@ def start_in_background(arena_dir: Path, host: str, port: int, log_file: Path, o
         code = process.poll()
         if code is not None:
             raise fail(
-                f"the arena server exited ({code}) before it answered; the end of {log_file}:\n{_log_tail(log_file)}"
+                f"the arena server exited ({code}) before it answered; the end of {log_file}:\n"
+                + escape(_log_tail(log_file))
             )
         try:
             if httpx.get(f"{url}/v1/health", timeout=1.0, trust_env=False).status_code == 200:

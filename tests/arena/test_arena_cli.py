@@ -458,6 +458,21 @@ def test_arena_serve_background_refusals(
     assert not (arena_dir / "serve.log").exists()  # nothing was started
 
 
+def test_arena_serve_background_reports_a_server_that_dies(tmp_path, small_catalog_dir, problems_file):
+    """A server that exits before it answers (two workers on SQLite) is reported with its log's end."""
+    arena_dir = tmp_path / "arena"
+    init = ("arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file)
+    assert invoke(*init).exit_code == 0
+    port = str(free_port())
+    died = invoke("arena", "serve", "--dir", arena_dir, "--background", "--port", port, "--workers", "2")
+    flat = " ".join(died.output.split())
+    assert died.exit_code == 2 and "exited (2) before it answered" in flat, died.output
+    assert (
+        "needs the arena's state on PostgreSQL" in flat
+        and "needs the arena's state" in (arena_dir / "serve.log").read_text()
+    )
+
+
 def test_no_miner_is_ever_registered_on_the_burn_uid(tmp_path, small_catalog_dir, problems_file):
     """Issue 23: a miner crowned on the burn uid could only be paid into the burn (and stalled every race)."""
     arena_dir = tmp_path / "arena"
