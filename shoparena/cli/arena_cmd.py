@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -282,7 +283,9 @@ def print_violations(source: str, violations) -> None:
 def serve_cmd(
     arena_dir: DirOption,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8742,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, envvar=PORT_ENV, help="Port to listen on.")
+    ] = 8742,
     nonce_store: Annotated[
         str | None,
         typer.Option(
@@ -310,12 +313,30 @@ def serve_cmd(
             "(one of them ticks the races at a time).",
         ),
     ] = 1,
+    log_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--log-file",
+            help="Append the server's log (requests, races) to this file instead of the terminal "
+            "\\[default with --background: serve.log in --dir].",
+            show_default=False,
+        ),
+    ] = None,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="Start the server in a process of its own, wait until it answers, print its pid and "
+            "return (stop it with `kill PID`).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the signed API, the public API (/v1/leaderboard, /v1/races, /v1/agents, /v1/weights,
     /v1/trajectories) and the leaderboard page at `/` until interrupted; races advance on their own.
 
     Examples:
       shoparena arena serve --dir arena
+      shoparena arena serve --dir arena --background
       shoparena arena serve --dir arena --host 0.0.0.0 --port 8742 --nonce-store redis://127.0.0.1:6379/0
       shoparena arena serve --dir arena --tick-s 0
     """
@@ -323,6 +344,11 @@ def serve_cmd(
     from shoparena.arena.api.app import create_app, serve
     from shoparena.arena.api.workers import WorkerSettings, check_workers, serve_workers
 
+    if background:
+        options = ["--host", host, "--port", str(port), "--log-level", log_level, "--tick-s", str(tick_s)]
+        options += ["--workers", str(workers)] + (["--nonce-store", nonce_store] if nonce_store else [])
+        start_in_background(arena_dir, host, port, log_file or arena_dir / "serve.log", options)
+        return
     with _open(arena_dir, nonce_store=nonce_store) as arena:
         try:
             check_workers(arena, workers)
@@ -331,12 +357,112 @@ def serve_cmd(
         say_err(
             f"arena {arena_dir} on http://{host}:{port} — state {arena.store.url}, code {arena.code.url}, "
             f"nonces {arena.config.nonce_store}; leaderboard at http://{host}:{port}/"
+            + (f"; log in {log_file}" if log_file else "")
         )
+        if log_file is not None:
+            log_to(log_file)
         if workers == 1:
             serve(create_app(arena, tick_s=tick_s), host=host, port=port, log_level=log_level)
             return
     settings = WorkerSettings(arena_dir=arena_dir.resolve(), nonce_store=nonce_store, tick_s=tick_s)
     serve_workers(settings, workers, host, port, log_level)
+
+
+PORT_ENV = "SHOPARENA_ARENA_PORT"
+BACKGROUND_START_S = 60.0
+"""How long `serve --background` waits for the new server to answer before giving up on it."""
+LOG_TAIL_LINES = 15
+
+
+def log_to(path: Path) -> None:
+    """Send this process's stdout and stderr (uvicorn's log, the arena's lines, workers') to `path`."""
+    import os
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as exc:
+        raise fail(f"--log-file {path}: {exc.strerror or exc}") from None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _log_tail(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(f"  {line}" for line in lines[-LOG_TAIL_LINES:])
+
+
+def start_in_background(arena_dir: Path, host: str, port: int, log_file: Path, options: list[str]) -> None:
+    """`arena serve` in a process of its own (its own session, so the shell's Ctrl-C and exit leave it
+    running) logging to `log_file`; returns once it answers /v1/health, or fails with its log's end."""
+    import socket
+    import subprocess
+    import time
+
+    import httpx
+    from rich.markup import escape
+
+    if port == 0:
+        raise fail("--background needs a fixed --port (0 picks a port nobody would know)")
+    if not (arena_dir / "arena.json").is_file():
+        raise fail(
+            f"{arena_dir} is not an arena directory (no arena.json); make one with `shoparena arena init`"
+        )
+    probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
+    except OSError as exc:
+        raise fail(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (is an arena already serving there?)"
+        ) from None
+    finally:
+        probe.close()
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log = log_file.open("ab")
+    except OSError as exc:
+        raise fail(f"--log-file {log_file}: {exc.strerror or exc}") from None
+    command = [sys.executable, "-c", "from shoparena.cli import main; main()", "arena", "serve"]
+    with log:
+        process = subprocess.Popen(
+            [*command, "--dir", str(arena_dir), *options],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    reach = "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
+    url = f"http://{f'[{reach}]' if ':' in reach and not reach.startswith('[') else reach}:{port}"
+    deadline = time.monotonic() + BACKGROUND_START_S
+    while True:
+        code = process.poll()
+        if code is not None:
+            raise fail(
+                f"the arena server exited ({code}) before it answered; the end of {log_file}:\n"
+                + escape(_log_tail(log_file))
+            )
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=1.0, trust_env=False).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            process.terminate()
+            raise fail(
+                f"the arena server did not answer on {url} within {BACKGROUND_START_S:g} s; see {log_file}"
+            )
+        time.sleep(0.2)
+    say(
+        f"arena {arena_dir} serving on {url}/ in the background (pid {process.pid}); "
+        f"log: {log_file}; stop it with `kill {process.pid}`"
+    )
 
 
 @arena_app.command("ticker")

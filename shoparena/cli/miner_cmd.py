@@ -113,6 +113,8 @@ def submit_cmd(
 ) -> None:
     """Submit AGENT.py: exit 0 when admitted, 1 when admission rejects it, 2 on any other refusal.
 
+    Admission's check runs here first: a file it rejects is not sent (no cooldown is spent).
+
     Examples:
       shoparena miner submit --key miner.json agent.py
       shoparena miner submit --arena http://127.0.0.1:8742 --key miner.json agent.py --name v2 --json
@@ -132,6 +134,18 @@ def submit_cmd(
         raise fail(
             f"{agent} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         ) from None
+    from shoparena.admission import check_submission
+
+    violations = check_submission(data)  # admission's own check, here first: a typo costs no cooldown
+    if violations:
+        if as_json:
+            print_json(
+                {"status": "refused_locally", "violations": [v.model_dump(mode="json") for v in violations]}
+            )
+        else:
+            print_violations(str(agent), violations)
+            say_err("refused here by admission's check: nothing was sent, no cooldown was spent")
+        raise typer.Exit(1)
     with open_client(arena, key, wallet, hotkey, wallet_path) as client:
         try:
             answer = client.submit(name or agent.name, code)

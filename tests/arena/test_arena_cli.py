@@ -166,11 +166,46 @@ def test_miner_submit_and_status(server, key_file, files):
     assert unknown.exit_code == 2 and "not found" in unknown.output
 
 
-def test_miner_submit_rejected_file(server, key_file, files):
-    _benign, banned = files
-    rejected = invoke("miner", "submit", "--arena", server.url, "--key", key_file, banned)
+LOCALLY_REFUSED = [
+    ("syntax", b"def agent_main(problem_data):\n    return [\n", "format.syntax", 2),
+    ("banned-import", BANNED, "security.banned_import", 1),
+    ("no-agent-main", b"ANSWER = 1\n", "format.agent_main", 1),
+    ("eval", b"def agent_main(problem_data):\n    return eval('[]')\n", "security.banned_call", 2),
+]
+
+
+@pytest.mark.parametrize(
+    "code,rule,line", [case[1:] for case in LOCALLY_REFUSED], ids=[c[0] for c in LOCALLY_REFUSED]
+)
+def test_miner_submit_refuses_locally_what_admission_rejects(
+    server, key_file, miner, files, tmp_path, code, rule, line
+):
+    """Admission's check runs before anything is sent: the rule and the line, nothing reaches the
+    arena (no request audited, no submission, no cooldown), so the fixed file goes through at once."""
+    agent = tmp_path / "typo.py"
+    agent.write_bytes(code)
+    refused = invoke("miner", "submit", "--arena", server.url, "--key", key_file, agent)
+    assert refused.exit_code == 1, refused.output
+    flat = " ".join(refused.output.split())
+    assert f"{agent}:{line}:" in flat and rule in flat and "nothing was sent, no cooldown was spent" in flat
+    as_json = invoke("miner", "submit", "--arena", server.url, "--key", key_file, agent, "--json")
+    assert as_json.exit_code == 1 and orjson.loads(as_json.stdout)["violations"][0]["rule"] == rule
+    assert server.arena.audit.entries(limit=10) == [] and server.arena.ledger.list_for(miner.hotkey) == []
+    benign, _banned = files
+    assert invoke("miner", "submit", "--arena", server.url, "--key", key_file, benign).exit_code == 0
+
+
+def test_miner_submit_shows_the_arenas_rejection(arena, server_factory, key_file, files):
+    """A file the local check admits but the arena's admission rejects (a newer arena's rules): the
+    arena's verdict and its cooldown are shown."""
+    from shoparena.admission import Violation
+
+    stricter = [Violation(rule="security.new_rule", kind="security", line=3, message="a newer rule")]
+    server = server_factory(arena, check=lambda _code: stricter)
+    benign, _banned = files
+    rejected = invoke("miner", "submit", "--arena", server.url, "--key", key_file, benign)
     assert rejected.exit_code == 1
-    assert "security.banned_import" in rejected.output and "next submission allowed" in rejected.output
+    assert "security.new_rule" in rejected.output and "next submission allowed" in rejected.output
 
 
 def test_miner_status_shows_scores(server, key_file, miner, validator):
@@ -364,6 +399,78 @@ def test_arena_serve_subprocess(tmp_path, small_catalog_dir, problems_file, file
     assert process.returncode in (0, 130), output  # uvicorn re-raises the SIGINT after a clean shutdown
     assert "Shutting down" in output and "Traceback" not in output
     assert f"on http://127.0.0.1:{port}" in output
+
+
+def test_arena_serve_log_file_keeps_the_log_out_of_the_terminal(tmp_path, small_catalog_dir, problems_file):
+    arena_dir, log = tmp_path / "arena", tmp_path / "logs" / "arena.log"
+    init = ("arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file)
+    assert invoke(*init).exit_code == 0
+    port = free_port()
+    command = [sys.executable, "-c", "from shoparena.cli import main; main()", "arena", "serve"]
+    command += ["--dir", str(arena_dir), "--port", str(port), "--log-file", str(log)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1"}
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "arena serve did not come up"
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGINT)
+        terminal = process.communicate(timeout=30)[0].decode()
+    assert f"log in {log}" in " ".join(terminal.split()) and "GET /v1/health" not in terminal
+    assert "GET /v1/health" in log.read_text() and "Shutting down" in log.read_text()
+
+
+@pytest.fixture
+def busy_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+BACKGROUND_REFUSALS = [
+    ("port-0", lambda arena, busy: ("--dir", arena, "--port", "0"), "needs a fixed --port"),
+    ("not-an-arena", lambda arena, busy: ("--dir", arena.parent, "--port", "1"), "not an arena directory"),
+    ("port-in-use", lambda arena, busy: ("--dir", arena, "--port", str(busy)), "already serving there?"),
+]
+
+
+@pytest.mark.parametrize(
+    "options,message", [c[1:] for c in BACKGROUND_REFUSALS], ids=[c[0] for c in BACKGROUND_REFUSALS]
+)
+def test_arena_serve_background_refusals(
+    tmp_path, small_catalog_dir, problems_file, busy_port, options, message
+):
+    arena_dir = tmp_path / "arena"
+    init = ("arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file)
+    assert invoke(*init).exit_code == 0
+    refused = invoke("arena", "serve", "--background", *options(arena_dir, busy_port))
+    assert refused.exit_code == 2 and message in " ".join(refused.output.split()), refused.output
+    assert not (arena_dir / "serve.log").exists()  # nothing was started
+
+
+def test_arena_serve_background_reports_a_server_that_dies(tmp_path, small_catalog_dir, problems_file):
+    """A server that exits before it answers (two workers on SQLite) is reported with its log's end."""
+    arena_dir = tmp_path / "arena"
+    init = ("arena", "init", "--dir", arena_dir, "--catalog", small_catalog_dir, "--problems", problems_file)
+    assert invoke(*init).exit_code == 0
+    port = str(free_port())
+    died = invoke("arena", "serve", "--dir", arena_dir, "--background", "--port", port, "--workers", "2")
+    flat = " ".join(died.output.split())
+    assert died.exit_code == 2 and "exited (2) before it answered" in flat, died.output
+    assert (
+        "needs the arena's state on PostgreSQL" in flat
+        and "needs the arena's state" in (arena_dir / "serve.log").read_text()
+    )
 
 
 def test_no_miner_is_ever_registered_on_the_burn_uid(tmp_path, small_catalog_dir, problems_file):

@@ -1,6 +1,7 @@
 """The competition's public, unsigned read API (SPEC §6): anyone may watch the arena.
 
-    GET /v1/leaderboard                    the ranking, best first (`LeaderboardEntry`)
+    GET /v1/leaderboard                    the ranking, best first (`LeaderboardEntry`); without a race
+                                           bank, scored submissions as `provisional` entries
     GET /v1/races?limit=N                  recent races, newest first (`Race`; N is capped at 200)
     GET /v1/races/{race_id}                one race: commitment, seed and problems once revealed, results
     GET /v1/agents/{submission_id}         one submission's standing (`AgentDetail`)

@@ -152,12 +152,17 @@ class LeaderboardEntry(BaseModel):
     submission_id: str
     name: str
     score: float = Field(ge=0, le=1)
-    """The latest race score (or qualifying score for an agent that has not raced)."""
+    """The latest race score (or qualifying score for an agent that has not raced; for a provisional
+    entry, its score on the arena's problem bank)."""
     success_rate: float = Field(ge=0, le=1)
     judge_coefficient: float | None
     incumbent: bool
     races: int = Field(ge=0)
     weight: float = Field(ge=0, le=1)
+    provisional: bool = False
+    """True in an arena without a race bank: ranked by its score on the arena's problem bank (the
+    stake-weighted median of its validators' final scores, once their quorum has reported). Not a race
+    result: it earns no weight and no crown; races start once the operator adds a race bank."""
 
 
 class BucketScore(BaseModel):
@@ -181,6 +186,9 @@ class AgentDetail(BaseModel):
     """None until a quorum of validators has reported (see `qualifying`)."""
     qualifying: QualifyingStanding | None = None
     """The validators' reports behind the qualifying score (hotkey, stake, score) and its quorum."""
+    provisional_score: float | None = Field(default=None, ge=0, le=1)
+    """In an arena without a race bank: its score on the arena's problem bank once it stands (what the
+    provisional ranking shows). Not a qualifying score: it earns no weight and no crown."""
     race_scores: list[RaceResult] = Field(default_factory=list)
     by_bucket: list[BucketScore] = Field(default_factory=list)
     by_axis: dict[str, float] = Field(default_factory=dict)

@@ -69,14 +69,15 @@ def standing(
 
 
 def qualifying_standings(
-    connection: Connection, stakes: dict[str, float], config: CompetitionConfig
+    connection: Connection, stakes: dict[str, float], config: CompetitionConfig, kind: str = "qualifying"
 ) -> dict[str, QualifyingStanding]:
     """submission id → its qualifying standing, for every submission with a qualifying result;
-    `stakes` are the registered validators' (hotkey → stake)."""
+    `stakes` are the registered validators' (hotkey → stake). `kind="bank"` reads the results of bank
+    jobs instead (the provisional ranking of an arena without a race bank: never a qualifying score)."""
     rows = connection.execute(
         select(RESULTS.c.submission_id, RESULTS.c.validator_hotkey, RESULTS.c.asr, RESULTS.c.coefficient)
         .join(JOBS, JOBS.c.job_id == RESULTS.c.job_id)
-        .where(JOBS.c.kind == "qualifying")
+        .where(JOBS.c.kind.is_(None) if kind == "bank" else JOBS.c.kind == kind)  # bank jobs: NULL
         .order_by(RESULTS.c.id)
     ).all()
     per: dict[str, dict[str, QualifyingReport]] = {}

@@ -198,17 +198,20 @@ class CompetitionView:
 
     # -- standings ---------------------------------------------------------------------------------
 
-    def _qualifying_results(self, connection: Connection) -> dict[str, list]:
+    def _qualifying_results(self, connection: Connection, kind: str = "qualifying") -> dict[str, list]:
         rows = connection.execute(
             select(SUBMISSION_RESULTS)
             .join(JOBS, JOBS.c.job_id == SUBMISSION_RESULTS.c.job_id)
-            .where(JOBS.c.kind == "qualifying")
+            .where(JOBS.c.kind.is_(None) if kind == "bank" else JOBS.c.kind == kind)  # bank jobs: NULL
             .order_by(SUBMISSION_RESULTS.c.id)
         ).all()
         per: dict[str, list] = defaultdict(list)
         for row in rows:
             per[row.submission_id].append(row)
         return per
+
+    def _bank_results(self, connection: Connection) -> dict[str, list]:
+        return self._qualifying_results(connection, "bank")
 
     def leaderboard(self) -> list[LeaderboardEntry]:
         """The incumbent first, then every other racer of the newest complete race by race score, then
@@ -227,11 +230,22 @@ class CompetitionView:
         None of it reads the clock: no embargo, rotation or deadline enters the standings, and the
         crown changes only with a new `race_outcomes` row. A new row in any of these tables (a
         qualifying result, a job, a submission, a race entry or outcome, weights) or any change to a
-        neuron's role, stake or uid changes the key."""
+        neuron's role, stake or uid changes the key.
+
+        An arena without a race bank (the key holds whether the bank file exists) runs no
+        competition: its validators evaluate bank jobs, which no race reads. Each registered miner's
+        latest submission whose bank score stands (`_bank_standings`) is listed after the
+        competition's rows as a `provisional` entry: ranked by that score, with no weight and no
+        crown, whatever the weight vectors say, and never a qualifier."""
         config = self.races_engine.config  # what `qualifiers` reads its threshold and quorum from
         answer = self._read(
             "leaderboard",
-            lambda: (config.qualify_threshold, config.qualifying_quorum, config.qualifying_stake_share),
+            lambda: (
+                config.qualify_threshold,
+                config.qualifying_quorum,
+                config.qualifying_stake_share,
+                self._bankless(),
+            ),
             LEADERBOARD_TABLES,
             True,
             lambda connection: tuple(self._leaderboard(connection)),
@@ -303,7 +317,7 @@ class CompetitionView:
                 )
             )
         rows.sort(key=lambda item: item[0])
-        return [
+        entries = [
             LeaderboardEntry(
                 rank=rank,
                 name=names.get(values["submission_id"], ""),
@@ -314,6 +328,58 @@ class CompetitionView:
             )
             for rank, (_, values) in enumerate(rows, start=1)
         ]
+        if self._bankless():
+            seen |= {entry.hotkey for entry in entries}
+            entries += self._provisional(connection, names, seen, start=len(entries) + 1)
+        return entries
+
+    def _bankless(self) -> bool:
+        """The arena has no race bank: no competition runs, its validators evaluate bank jobs."""
+        from shoparena.arena.competition.bank import bank_path
+
+        return not bank_path(self.arena.dir).exists()
+
+    def _provisional(
+        self, connection: Connection, names: dict[str, str], seen: set[str], start: int
+    ) -> list[LeaderboardEntry]:
+        """Each registered miner's latest submission with a standing bank score (hotkeys in `seen`
+        left out), best first: provisional entries, which earn no weight and hold no crown."""
+        standings = self._bank_standings(connection)
+        scores = {sid: found.score for sid, found in standings.items() if found.score is not None}
+        miners = {n.hotkey: n for n in self.arena.metagraph.all(connection) if n.role == "miner"}
+        rows = connection.execute(
+            select(SUBMISSIONS.c.submission_id, SUBMISSIONS.c.miner_hotkey, SUBMISSIONS.c.created_at)
+            .where(SUBMISSIONS.c.submission_id.in_(list(scores)), SUBMISSIONS.c.admitted.is_(True))
+            .order_by(SUBMISSIONS.c.id)
+        ).all()
+        latest = {row.miner_hotkey: row for row in rows if row.miner_hotkey in miners}  # the newest wins
+        results = self._bank_results(connection)
+        ranked = sorted(
+            (row for hotkey, row in latest.items() if hotkey not in seen),
+            key=lambda row: (-scores[row.submission_id], row.created_at, row.submission_id),
+        )
+        entries = []
+        for rank, row in enumerate(ranked, start=start):
+            evaluated = results.get(row.submission_id, [])
+            rates = sorted(result.asr for result in evaluated) or [0.0]
+            coefficients = sorted(r.coefficient for r in evaluated if r.coefficient is not None)
+            entries.append(
+                LeaderboardEntry(
+                    rank=rank,
+                    hotkey=row.miner_hotkey,
+                    uid=miners[row.miner_hotkey].uid,
+                    submission_id=row.submission_id,
+                    name=names.get(row.submission_id, ""),
+                    score=scores[row.submission_id],
+                    success_rate=rates[(len(rates) - 1) // 2],
+                    judge_coefficient=coefficients[(len(coefficients) - 1) // 2] if coefficients else None,
+                    incumbent=False,
+                    races=0,
+                    weight=0.0,
+                    provisional=True,
+                )
+            )
+        return entries
 
     def agent(self, submission_id: str) -> AgentDetail | None:
         """One submission's standing: qualifying, races, per-bucket and per-axis means over every problem
@@ -325,6 +391,7 @@ class CompetitionView:
         crown_hotkey, crown_submission = engine.crown()
         with self.db.connect() as connection:
             standing = engine.qualifying_standings(connection).get(submission_id)
+            provisional = self._bank_score(connection, submission_id) if self._bankless() else None
             race_rows = connection.execute(
                 select(RACE_OUTCOMES.c.race)
                 .join(RACE_ENTRIES, RACE_ENTRIES.c.race_id == RACE_OUTCOMES.c.race_id)
@@ -362,6 +429,7 @@ class CompetitionView:
             qualified=None if qualifying is None else qualifying >= self.config.qualify_threshold,
             qualifying_score=qualifying,
             qualifying=standing,
+            provisional_score=provisional,
             race_scores=race_scores,
             by_bucket=[
                 BucketScore(bucket=bucket, problems=len(hits), success_rate=sum(hits) / len(hits))
@@ -372,6 +440,23 @@ class CompetitionView:
             incumbent=crown_submission == submission_id and crown_hotkey == view.miner_hotkey,
             code_release_at=release,
         )
+
+    def _bank_standings(self, connection: Connection) -> dict:
+        """Submission id → its standing on the arena's problem bank (bank jobs): the stake-weighted
+        median of its validators' final scores, once as many validators have reported as the job
+        layer hands each bank job to (`jobs.validators_per_submission`), or validators holding
+        `qualifying_stake_share` of the stake."""
+        from shoparena.arena.competition.qualifying import qualifying_standings
+
+        engine = self.races_engine
+        quorum = {"qualifying_quorum": self.arena.config.jobs.validators_per_submission}
+        config = engine.config.model_copy(update=quorum)
+        return qualifying_standings(connection, engine._stakes(connection), config, kind="bank")
+
+    def _bank_score(self, connection: Connection, submission_id: str) -> float | None:
+        """`submission_id`'s standing score on the arena's problem bank, if any."""
+        found = self._bank_standings(connection).get(submission_id)
+        return found.score if found is not None else None
 
     def _axes(self, record_ids: list[str | None]) -> dict[str, float]:
         """Mean per-axis ratio over the records that ask something of each axis."""

@@ -1,4 +1,5 @@
-"""The page routes: `/`, `/agents/{submission_id}`, `/races/{race_id}` and the two static files.
+"""The page routes: `/`, `/agents/{submission_id}`, `/races/{race_id}`, `/weights`, `/firehose` (the
+HTML views of `/v1/weights` and `/v1/trajectories`, whose JSON stays as it is) and the two static files.
 
 Each route reads the competition through the reader, shapes what the templates need (bars, release
 state, links) here rather than in template logic, and renders with autoescaping. Handlers are plain
@@ -10,17 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
+import orjson
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from pydantic import ValidationError
 
 from shoparena import __version__
 from shoparena.arena.api.public import plausible_submission_id, sealed
 from shoparena.arena.api.services import ArenaServices, Services
+from shoparena.arena.competition.firehose import BadCursor, read_page
 from shoparena.arena.competition.models import AgentDetail, Race
 from shoparena.arena.errors import ArenaError
+from shoparena.store import RecordFilter
 
 HERE = Path(__file__).parent
 STATIC = {
@@ -113,12 +118,22 @@ def guarded(services: ArenaServices, make: Callable[[], HTMLResponse]) -> HTMLRe
 @web_router.get("/", response_class=HTMLResponse)
 def index(services: Services) -> HTMLResponse:
     def make() -> HTMLResponse:
-        entries = services.reader.leaderboard()
+        board = services.reader.leaderboard()
+        entries = [entry for entry in board if not entry.provisional]
+        provisional = [entry for entry in board if entry.provisional]
         races: list[Race] = [sealed(race) for race in services.reader.races(RECENT_RACES)]
         incumbent = next((entry for entry in entries if entry.incumbent), None)
         fresh = services.reader.freshness()
         return render(
-            services, "index.html", entries=entries, incumbent=incumbent, races=races, bar=bar, fresh=fresh
+            services,
+            "index.html",
+            entries=entries,
+            provisional=provisional,
+            incumbent=incumbent,
+            races=races,
+            bar=bar,
+            fresh=fresh,
+            arena_dir=services.arena.dir.name or "ARENA",
         )
 
     return guarded(services, make)
@@ -163,6 +178,89 @@ def race_page(services: Services, race_id: str) -> HTMLResponse:
                 detail=f"There is no race {race_id[:80]}.",
             )
         return render(services, "race.html", race=sealed(found), bar=bar)
+
+    return guarded(services, make)
+
+
+@web_router.get("/weights", response_class=HTMLResponse)
+def weights_page(services: Services) -> HTMLResponse:
+    """`GET /v1/weights` for people: the latest consensus weights by uid (with the agent holding each
+    uid, where the ranking names one), or why there are none yet and what starts them."""
+
+    def make() -> HTMLResponse:
+        reader = services.reader
+        found = reader.weights()
+        holders = {entry.uid: entry for entry in reader.leaderboard() if entry.uid is not None}
+        rows = []
+        if found is not None:
+            for uid, weight in sorted(zip(found.uids, found.weights, strict=True), key=lambda kv: -kv[1]):
+                rows.append({"uid": uid, "weight": weight, "holder": holders.get(uid)})
+        races = reader.races(1)
+        return render(
+            services,
+            "weights.html",
+            weights=found,
+            rows=rows,
+            fresh=reader.freshness(),
+            latest=sealed(races[0]) if races else None,
+            burn_uid=services.arena.config.competition.burn_uid,
+            arena_dir=services.arena.dir.name or "ARENA",
+            bar=bar,
+        )
+
+    return guarded(services, make)
+
+
+FIREHOSE_PAGE = 20
+"""Records per page of the firehose's HTML view (the JSONL endpoint serves up to `MAX_LIMIT`)."""
+
+
+def firehose_row(line: bytes) -> dict:
+    """What the firehose page shows of one canonical record (its JSONL line)."""
+    record = orjson.loads(line)
+    agent, problem = record.get("agent") or {}, record.get("problem") or {}
+    score, outcome, judge = record.get("score") or {}, record.get("outcome") or {}, record.get("judge") or {}
+    spec = agent.get("spec") or ""
+    return {
+        "record_id": record.get("record_id", ""),
+        "agent": spec,
+        "submission_id": spec.removeprefix("arena:") if spec.startswith("arena:") else None,
+        "problem_id": problem.get("problem_id") or "",
+        "bucket": problem.get("bucket") or "",
+        "success": score.get("success"),
+        "rule": score.get("rule"),
+        "quality": judge.get("quality"),
+        "steps": outcome.get("steps_used"),
+        "end": outcome.get("error") or outcome.get("end_reason") or "",
+        "validator": record.get("validator_hotkey") or "",
+    }
+
+
+@web_router.get("/firehose", response_class=HTMLResponse)
+def firehose_page(
+    services: Services, since: str | None = None, agent: str | None = None, miner: str | None = None
+) -> HTMLResponse:
+    """`GET /v1/trajectories` for people: a page of the firehose's records as a table, the link to the
+    same page as JSONL and to the next page; filters and cursors are the JSONL endpoint's."""
+
+    def make() -> HTMLResponse:
+        filters = {key: value for key, value in (("agent", agent), ("miner", miner)) if value}
+        try:
+            page = read_page(services.arena.store, since, FIREHOSE_PAGE, RecordFilter(**filters))
+        except (BadCursor, ValidationError) as exc:
+            return render(services, "error.html", 400, heading="Not a firehose page", detail=str(exc))
+        here = {**({"since": since} if since else {}), **filters, "limit": FIREHOSE_PAGE}
+        following = urlencode({"since": page.next_cursor, **filters})
+        return render(
+            services,
+            "firehose.html",
+            rows=[firehose_row(line) for line in page.body.splitlines() if line],
+            filters=filters,
+            more=page.more,
+            jsonl=f"/v1/trajectories?{urlencode(here)}",
+            next_page=f"/firehose?{following}",
+            started=bool(since),
+        )
 
     return guarded(services, make)
 
