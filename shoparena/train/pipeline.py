@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.records.options import ConfigError, SimilarityName, config_errors, read_config_file
 from shoparena.train.config import StageResult
+from shoparena.train.reporting import ReportTo
 
 StageName = Literal["sft", "rs", "teacher", "kto", "grpo"]
 STAGE_RESULT = "stage_result.json"
@@ -111,6 +112,9 @@ class PipelineConfig(BaseModel):
     max_steps: int | None = Field(None, ge=1)
     """Applied to every stage that does not set its own (smoke runs)."""
     seed: int = 0
+    report_to: ReportTo = "none"
+    """Handed to every stage that does not set its own (`--report-to`; not part of a stage's resume
+    fingerprint: changing where a run reports does not retrain finished stages)."""
     evaluate: EvalSettings | None = Field(default_factory=EvalSettings)
     """None skips the evaluation and the report."""
 
@@ -179,6 +183,7 @@ def _shared_inputs(config: PipelineConfig, out: Path, previous: list[StageRun]) 
         "catalog": config.catalog,
         "problems": config.problems,
         "seed": config.seed,
+        "report_to": config.report_to,
         "probe_problems": probe_file(config, out),
     }
     if config.teacher is not None:
@@ -224,7 +229,8 @@ def stage_config(
 
 def _fingerprint(stage_config_obj: Any) -> str:
     body = orjson.dumps(
-        stage_config_obj.model_dump(mode="json", exclude={"progress"}), option=orjson.OPT_SORT_KEYS
+        stage_config_obj.model_dump(mode="json", exclude={"progress", "report_to"}),
+        option=orjson.OPT_SORT_KEYS,
     )
     return hashlib.sha256(body).hexdigest()
 
