@@ -349,6 +349,7 @@ def run_full_stage(config: Any, tokenizer: Any, train_rows: list[dict], eval_row
     out = config.out
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = load_causal_lm(config.model, dtype="float32", attn_implementation=config.attn_implementation)
+    model.requires_grad_(True)  # from an adapter, the merged chain comes back frozen (PEFT froze its base)
     settings = FullSFTSettings(
         learning_rate=config.learning_rate,
         warmup_steps=max(1, round(config.warmup_ratio * 100)),
