@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from shoparena.cli.common import fail, say
-from shoparena.train.reporting import REPORT_TO_HELP, ReportTo
+from shoparena.train.reporting import REPORT_TO_HELP, REPORT_TO_METAVAR, ReportTo
 
 PIPELINE_HELP = """Run the post-training stages a config names (sft → rs → teacher → kto → grpo, any subset in
 order), each stage's checkpoint the next one's model, then evaluate the base model and every checkpoint
@@ -37,7 +37,9 @@ def pipeline_command(
     max_steps: Annotated[
         int | None, typer.Option(help="Cap every stage at this many optimiser steps (smoke runs).")
     ] = None,
-    report_to: Annotated[ReportTo | None, typer.Option(help=REPORT_TO_HELP)] = None,
+    report_to: Annotated[
+        ReportTo | None, typer.Option(help=REPORT_TO_HELP, metavar=REPORT_TO_METAVAR)
+    ] = None,
 ) -> None:
     from shoparena.records.options import ConfigError
     from shoparena.train.pipeline import PipelineConfig, run_pipeline

@@ -37,7 +37,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.train.full_sft import FullSFTSettings, train_full
-from shoparena.train.reporting import REPORT_TO_HELP, ReportTo
+from shoparena.train.reporting import REPORT_TO_HELP, ReportToOption
 
 PROOF_FILE = "proof.json"
 PROOF_SCHEMA = "shoparena.train-proof/1"
@@ -163,7 +163,7 @@ class ProofConfig(BaseModel):
         "proof.json) when too little of it is left for them.",
     )
     rs_problems: int | None = Field(None, ge=0, description="Override the preset's rs_problems.")
-    report_to: ReportTo = Field("none", description=REPORT_TO_HELP)
+    report_to: ReportToOption = Field("none", description=REPORT_TO_HELP)
     grpo_steps: int | None = Field(None, ge=0, description="Override the preset's grpo_steps.")
 
 

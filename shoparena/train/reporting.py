@@ -19,12 +19,17 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from shoparena.records.options import CliFlag
 
 ReportTo = Literal["none", "tensorboard", "wandb"]
+REPORT_TO_METAVAR = "<str>"
+ReportToOption = Annotated[ReportTo, CliFlag(metavar=REPORT_TO_METAVAR)]
+"""The field type of `--report-to` (a short metavar: the help names the choices)."""
 REPORT_TO_HELP = (
-    "Also report training to: none (metrics.jsonl only), tensorboard (event files in OUT/tensorboard) "
-    "or wandb (Weights & Biases in OUT/wandb; offline unless WANDB_MODE or an API key is set)."
+    "Also report to: none, tensorboard (OUT/tensorboard) or wandb (OUT/wandb; offline without an "
+    "account). metrics.jsonl is written either way."
 )
 TENSORBOARD_DIR = "tensorboard"
 WANDB_DIR = "wandb"
