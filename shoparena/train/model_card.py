@@ -182,10 +182,11 @@ def write_model_card(config: Any, result: StageResult) -> list[Path]:
 
 
 def add_heldout(result: StageResult, table: str) -> list[Path]:
-    """Put the checkpoint's Table 1 row (Markdown) into its card."""
+    """Put the checkpoint's Table 1 row (Markdown) into its card — only a checkpoint this stage trained: a
+    stage that trained nothing hands its input model on, whose card keeps its own stage's row."""
     written = []
     for directory in checkpoint_dirs(result):
         lineage = read_lineage(directory)
-        if lineage is not None:
+        if lineage is not None and lineage.stages[-1].out == str(result.out):
             written.append(_write(lineage.model_copy(update={"heldout": table}), directory))
     return written
