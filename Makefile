@@ -13,7 +13,7 @@ $(BIN)/python:
 # torch must come first and pinned: 2.13.0 is the CPU build on this disk; anything looser pulls CUDA.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,embed,es,bench,hf,scale,s3,train,chain,verifiers]'
+	$(BIN)/pip install -q -e '.[dev,embed,es,bench,hf,scale,s3,train,chain,verifiers,report,renderers]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from shoparena.cli.common import fail, say
+from shoparena.train.reporting import REPORT_TO_HELP, REPORT_TO_METAVAR, ReportTo
 
 PIPELINE_HELP = """Run the post-training stages a config names (sft → rs → teacher → kto → grpo, any subset in
 order), each stage's checkpoint the next one's model, then evaluate the base model and every checkpoint
@@ -36,6 +37,9 @@ def pipeline_command(
     max_steps: Annotated[
         int | None, typer.Option(help="Cap every stage at this many optimiser steps (smoke runs).")
     ] = None,
+    report_to: Annotated[
+        ReportTo | None, typer.Option(help=REPORT_TO_HELP, metavar=REPORT_TO_METAVAR)
+    ] = None,
 ) -> None:
     from shoparena.records.options import ConfigError
     from shoparena.train.pipeline import PipelineConfig, run_pipeline
@@ -46,6 +50,7 @@ def pipeline_command(
             config,
             **{k: str(v.resolve()) for k, v in given.items() if v is not None},
             max_steps=max_steps,
+            report_to=report_to,
         )
         result = run_pipeline(loaded, out, say)
     except (ConfigError, ValueError, FileNotFoundError) as exc:

@@ -63,6 +63,9 @@ def stage_command(app: typer.Typer, name: str, config_cls: Any, run: Callable[[A
 
     def body(**values: Any) -> None:
         from shoparena.train.chat_render import MaskError
+        from shoparena.train.config import StageResult
+        from shoparena.train.metrics import is_main_process
+        from shoparena.train.model_card import write_model_card
 
         config = build_config(config_cls, values)
         try:
@@ -73,6 +76,8 @@ def stage_command(app: typer.Typer, name: str, config_cls: Any, run: Callable[[A
             raise fail(f"{name}: the assistant-only loss mask failed its check: {exc}") from exc
         except KeyboardInterrupt:
             raise fail(f"{name}: interrupted; outputs so far are in {config.out}", 130) from None
+        if hasattr(config, "model") and isinstance(result, StageResult) and is_main_process():
+            write_model_card(config, result)  # README.md in the checkpoint: what push_to_hub would publish
         say(summary(result))
 
     command_from_models(app, name, (optional_fields(config_cls), ConfigFileOption), body, doc)

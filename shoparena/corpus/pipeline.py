@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import orjson
 
 from shoparena.corpus import spill
+from shoparena.corpus.card import write_dataset_card
 from shoparena.corpus.config import CorpusConfig
 from shoparena.corpus.export import HashingWriter, ParquetSink
 from shoparena.corpus.models import (
@@ -490,6 +491,7 @@ def _build(
         write_report(result)  # shows the stages before it
         clock.mark("report")
         clock.stamp(result)
+    write_dataset_card(result)  # README.md: the splits `datasets.load_dataset(DIR)` finds
     write_manifest(result)
     return result
 

@@ -18,6 +18,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.records.options import ConfigError, config_errors, read_config_file
+from shoparena.train.reporting import REPORT_TO_HELP, ReportToOption
 
 RESOLVED_CONFIG = "config.resolved.json"
 
@@ -42,6 +43,7 @@ class StageConfig(BaseModel):
         description="Stop after this many optimiser steps (smoke runs); default: the full schedule.",
     )
     progress: bool = Field(True, description="Show a progress bar.")
+    report_to: ReportToOption = Field("none", description=REPORT_TO_HELP)
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> Self:

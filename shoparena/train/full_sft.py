@@ -26,6 +26,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.train.chat_render import render_row
+from shoparena.train.reporting import REPORT_TO_HELP, Reporter, ReportTo
 
 
 class FullSFTSettings(BaseModel):
@@ -47,6 +48,8 @@ class FullSFTSettings(BaseModel):
     seed: int = 0
     log_every: int = Field(10, ge=1)
     device: str = "cpu"
+    report_to: ReportTo = Field("none", description=REPORT_TO_HELP)
+    run_stage: str = Field("sft", description="The stage name TensorBoard/wandb show the run under.")
 
 
 class EncodedRow(BaseModel):
@@ -229,6 +232,12 @@ def train_full(
     if metrics_path is not None:
         metrics_path.parent.mkdir(parents=True, exist_ok=True)
     metrics = metrics_path.open("ab") if metrics_path else None
+    reporter = Reporter(
+        settings.report_to if metrics_path else "none",
+        metrics_path.parent if metrics_path else Path("."),
+        settings.run_stage,
+        settings.model_dump(mode="json"),
+    )
     epoch = 0
     done = False
     while not done:
@@ -270,6 +279,7 @@ def train_full(
                 if metrics:
                     metrics.write(orjson.dumps(point) + b"\n")
                     metrics.flush()
+                reporter.log(point)
                 say(
                     f"step {point['step']} · epoch {point['epoch']:.2f} · loss {point['loss']:.3f} · "
                     f"{point['seconds']:.0f} s"
@@ -287,10 +297,14 @@ def train_full(
         log.curve.append(point)
         if metrics:
             metrics.write(orjson.dumps(point) + b"\n")
+        reporter.log(point)
     if metrics:
         metrics.close()
     if eval_rows:
         log.eval_loss = evaluate_loss(model, tokenizer, eval_rows, settings)
+        if log.eval_loss is not None:
+            reporter.log({"eval_loss": log.eval_loss}, step=log.steps)
+    reporter.close()
     model.eval()
     return log
 
@@ -335,6 +349,7 @@ def run_full_stage(config: Any, tokenizer: Any, train_rows: list[dict], eval_row
     out = config.out
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = load_causal_lm(config.model, dtype="float32", attn_implementation=config.attn_implementation)
+    model.requires_grad_(True)  # from an adapter, the merged chain comes back frozen (PEFT froze its base)
     settings = FullSFTSettings(
         learning_rate=config.learning_rate,
         warmup_steps=max(1, round(config.warmup_ratio * 100)),
@@ -346,6 +361,7 @@ def run_full_stage(config: Any, tokenizer: Any, train_rows: list[dict], eval_row
         seed=config.seed,
         log_every=config.logging_steps,
         device=device,
+        report_to=config.report_to,
     )
     metrics = out / METRICS_FILE
     metrics.unlink(missing_ok=True)

@@ -296,6 +296,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
     from shoparena.index.catalog_dir import open_catalog
     from shoparena.scoring import RuleScorer, make_similarity
     from shoparena.train.checkpoint import load_causal_lm, load_tokenizer, save_adapter, save_merged
+    from shoparena.train.reporting import direct_trainer, trainer_args
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental: chosen, see above
     started = time.perf_counter()
@@ -515,7 +516,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         disable_tqdm=True,
         logging_steps=config.logging_steps,
         save_strategy="no",
-        report_to=[],
+        **trainer_args(config.report_to, out, "grpo"),
         seed=config.seed,
         bf16=use_bf16,
         use_cpu=not torch.cuda.is_available(),
@@ -543,6 +544,7 @@ def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> 
         callbacks=callbacks,
     )
     trainer.remove_callback(PrinterCallback)  # metrics.jsonl and the progress bar say it; no dicts on stdout
+    direct_trainer(trainer, out, "grpo")
     try:
         train_output = trainer.train()
     finally:

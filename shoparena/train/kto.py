@@ -129,6 +129,7 @@ def run_kto(config: KTOStageConfig) -> StageResult:
         progress_callback,
         write_report,
     )
+    from shoparena.train.reporting import direct_trainer, trainer_args
     from shoparena.train.rollouts import write_jsonl
 
     started = time.monotonic()
@@ -168,7 +169,7 @@ def run_kto(config: KTOStageConfig) -> StageResult:
         use_cpu=not _cuda(),
         logging_steps=1,
         save_strategy="no",
-        report_to="none",
+        **trainer_args(config.report_to, out, config.stage),
         seed=config.seed,
         data_seed=config.seed,
         disable_tqdm=True,
@@ -196,6 +197,7 @@ def run_kto(config: KTOStageConfig) -> StageResult:
         peft_config=lora,
         callbacks=callbacks,
     )
+    direct_trainer(trainer, out, config.stage)
     output = trainer.train()
     log.close()
     tokens = int(max((h.get("num_tokens", 0) for h in trainer.state.log_history), default=0))

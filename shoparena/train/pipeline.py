@@ -35,6 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.records.options import ConfigError, SimilarityName, config_errors, read_config_file
 from shoparena.train.config import StageResult
+from shoparena.train.model_card import add_heldout, write_model_card
+from shoparena.train.reporting import ReportTo
 
 StageName = Literal["sft", "rs", "teacher", "kto", "grpo"]
 STAGE_RESULT = "stage_result.json"
@@ -111,6 +113,9 @@ class PipelineConfig(BaseModel):
     max_steps: int | None = Field(None, ge=1)
     """Applied to every stage that does not set its own (smoke runs)."""
     seed: int = 0
+    report_to: ReportTo = "none"
+    """Handed to every stage that does not set its own (`--report-to`; not part of a stage's resume
+    fingerprint: changing where a run reports does not retrain finished stages)."""
     evaluate: EvalSettings | None = Field(default_factory=EvalSettings)
     """None skips the evaluation and the report."""
 
@@ -179,6 +184,7 @@ def _shared_inputs(config: PipelineConfig, out: Path, previous: list[StageRun]) 
         "catalog": config.catalog,
         "problems": config.problems,
         "seed": config.seed,
+        "report_to": config.report_to,
         "probe_problems": probe_file(config, out),
     }
     if config.teacher is not None:
@@ -224,7 +230,8 @@ def stage_config(
 
 def _fingerprint(stage_config_obj: Any) -> str:
     body = orjson.dumps(
-        stage_config_obj.model_dump(mode="json", exclude={"progress"}), option=orjson.OPT_SORT_KEYS
+        stage_config_obj.model_dump(mode="json", exclude={"progress", "report_to"}),
+        option=orjson.OPT_SORT_KEYS,
     )
     return hashlib.sha256(body).hexdigest()
 
@@ -299,6 +306,7 @@ def run_stages(
             say(f"[{index}/{len(config.stages)}] {name}: training {model} → {stage_out}")
             _, runner = STAGES[stage.stage].load()
             result = runner(built)
+            write_model_card(built, result)
             _write_finished(stage_out, fingerprint, result)
             runs.append(StageRun(stage=stage.stage, name=name, result=result, resumed=False))
         model = runs[-1].result.model_path
@@ -364,10 +372,13 @@ def run_pipeline(config: PipelineConfig, out: Path, say: Callable[[str], None] =
     if config.evaluate is not None:
         from shoparena.report.documents import comparison_markdown, report_html
         from shoparena.report.runs import load_run
+        from shoparena.report.tables import comparison_rows
 
         models = [("base", base), *((run.name, run.result.model_path) for run in runs)]
         result.eval_runs = evaluate_checkpoints(config, out, models, say)
         views = [load_run(path) for path in result.eval_runs]
+        for run, view in zip(runs, views[1:], strict=True):  # each checkpoint's Table 1 row, in its card
+            add_heldout(run.result, comparison_rows([views[0], view]).markdown())
         result.report_md = out / "report.md"
         result.report_html = out / "report.html"
         result.report_md.write_text(comparison_markdown(views, REPORT_TITLE), encoding="utf-8")

@@ -216,7 +216,10 @@ def run_prm(config: PRMStageConfig) -> StageResult:
     eval_t = torch.tensor(eval_idx, dtype=torch.long)
     step = 0
     last_train = last_eval = None
-    with metrics_path.open("wb") as sink:
+    from shoparena.train.reporting import Reporter
+
+    reporter = Reporter(config.report_to, config.out, config.stage, config.model_dump(mode="json"))
+    with metrics_path.open("wb") as sink, reporter:
         for epoch in range(config.epochs):
             order = train_t[torch.randperm(len(train_t), generator=generator)]
             total = 0.0
@@ -232,10 +235,9 @@ def run_prm(config: PRMStageConfig) -> StageResult:
             with torch.no_grad():
                 last_train = total / len(train_t)
                 last_eval = float(_loss(head(x[eval_t]), values[eval_t], mask[eval_t])) if eval_idx else None
-            sink.write(
-                orjson.dumps({"epoch": epoch + 1, "step": step, "loss": last_train, "eval_loss": last_eval})
-                + b"\n"
-            )
+            line = {"epoch": epoch + 1, "step": step, "loss": last_train, "eval_loss": last_eval}
+            sink.write(orjson.dumps(line) + b"\n")
+            reporter.log(line)
             if config.max_steps is not None and step >= config.max_steps:
                 break
     evaluation = _evaluate(head, x, values, mask, labels, train_idx, eval_idx)

@@ -37,6 +37,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.train.full_sft import FullSFTSettings, train_full
+from shoparena.train.reporting import REPORT_TO_HELP, ReportToOption
 
 PROOF_FILE = "proof.json"
 PROOF_SCHEMA = "shoparena.train-proof/1"
@@ -162,6 +163,7 @@ class ProofConfig(BaseModel):
         "proof.json) when too little of it is left for them.",
     )
     rs_problems: int | None = Field(None, ge=0, description="Override the preset's rs_problems.")
+    report_to: ReportToOption = Field("none", description=REPORT_TO_HELP)
     grpo_steps: int | None = Field(None, ge=0, description="Override the preset's grpo_steps.")
 
 
@@ -406,6 +408,7 @@ def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[s
         warmup_steps=preset.warmup_steps,
         epochs=preset.max_epochs,
         max_length=8192,
+        report_to=config.report_to,
     )
     log = train_full(model, tokenizer, rows, settings, say=say, metrics_path=out / "metrics.jsonl")
     checkpoint = out / "checkpoint"
@@ -544,6 +547,8 @@ def rejection_sampling(
             seed=config.seed + 1,
             warmup_steps=5,
             max_length=8192,
+            report_to=config.report_to,
+            run_stage="rs",
         )
         say(f"re-SFT on {len(kept)} kept rollouts + {len(mix) - len(kept)} corpus rows")
         log = train_full(model, tokenizer, mix, settings, say=say, metrics_path=out / "rs" / "metrics.jsonl")
@@ -571,7 +576,7 @@ def grpo(
         "--out", str(stage), "--profile", PROFILE, "--similarity", "lexical", "--max-steps", str(preset.grpo_steps),
         "--learning-rate", "1e-3", "--beta", "0", "--batch-problems", str(min(4, problems)), "--num-generations", "4",
         "--max-rollout-steps", str(preset.max_turns), "--max-new-tokens", str(preset.max_new_tokens),
-        "--temperature", "0.9", "--top-p", "0.95", "--merge", "--no-progress", say=say,
+        "--temperature", "0.9", "--top-p", "0.95", "--merge", "--no-progress", "--report-to", config.report_to, say=say,
     )  # fmt: skip
     metrics = read_jsonl(stage / "metrics.jsonl") if (stage / "metrics.jsonl").is_file() else []
     rewards = [m.get("reward_mean", m.get("reward")) for m in metrics if isinstance(m, dict)]

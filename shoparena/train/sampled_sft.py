@@ -103,6 +103,7 @@ class SampledSFTConfig(StageConfig):
             "seed": self.seed,
             "max_steps": self.max_steps,
             "progress": self.progress,
+            "report_to": self.report_to,
             "learning_rate": self.learning_rate,
             "num_train_epochs": self.num_train_epochs,
             "max_length": self.max_length,

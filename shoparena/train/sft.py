@@ -38,6 +38,7 @@ from shoparena.train.metrics import (
     progress_callback,
     write_report,
 )
+from shoparena.train.reporting import direct_trainer, trainer_args
 
 PAPER_LRS = (1e-5, 3e-5, 1e-4)
 ADAPTER_DIR = "adapter"
@@ -259,7 +260,7 @@ def sft_args(config: SFTStageConfig, lr: float, output_dir: Path, *, bf16: bool)
         data_seed=config.seed,
         save_strategy="no",
         eval_strategy="no",
-        report_to="none",
+        **trainer_args(config.report_to, config.out, f"sft-lr{lr:g}" if config.lr_sweep else "sft"),
         disable_tqdm=True,
         dataset_num_proc=None,
         dataloader_pin_memory=torch.cuda.is_available(),
@@ -302,6 +303,7 @@ def train_candidate(
     from transformers import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # metrics.jsonl and the progress bar report the logs
+    direct_trainer(trainer, config.out, f"sft-lr{lr:g}" if config.lr_sweep else "sft")
     started = time.monotonic()
     result = trainer.train()
     seconds = time.monotonic() - started

@@ -69,6 +69,7 @@ def test_train_sft_mode_full_writes_a_whole_model_the_hf_agent_loads(tiny_model_
     assert (model_dir / "config.json").is_file() and (model_dir / "tokenizer.json").is_file()
     assert not (model_dir / "adapter_config.json").exists()
     assert (out / "metrics.jsonl").is_file()
+    assert not list(out.rglob("events.out.tfevents.*")) and not (out / "wandb").exists()  # --report-to none
     from shoparena.agents.hf_agent import make_hf_agent
 
     agent = make_hf_agent(str(model_dir), device="cpu", max_new_tokens=4)

@@ -81,6 +81,14 @@ def test_the_five_stages_chain_resume_and_report(sampling, tiny_model_dir, tmp_p
     assert "pass@k" in table
     assert result.report_html.read_text().lower().startswith("<!doctype html>")
     assert len(result.eval_runs) == 6
+    # every checkpoint's model card has its stages and its Table 1 row next to the base's
+    card = (result.stages[-1].result.model_path / "README.md").read_text()
+    stages, heldout = card.split("## Stages")[1].split("## Held-out")
+    assert "| base |" in heldout and "| grpo |" in heldout
+    assert "| 1 | sft |" in stages and "| grpo |" in stages
+    # the tiny rs stage trains nothing (on_empty: skip) and hands sft's checkpoint on: its row stays out
+    sft_heldout = (result.stages[0].result.model_path / "README.md").read_text().split("## Held-out")[1]
+    assert "| sft |" in sft_heldout and "| rs |" not in sft_heldout
 
     # a re-run resumes every stage; losing one stage's result re-runs that stage only
     (out / "05-grpo" / STAGE_RESULT).unlink()
