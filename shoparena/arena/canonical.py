@@ -61,11 +61,14 @@ def canonical_record(record: TrajectoryRecord, job: JobRef, validator_hotkey: st
 
 
 def problem_outcome(record: TrajectoryRecord) -> ProblemResultIn:
-    """The ledger's row for one problem, read off its record (crashes and timeouts are failures)."""
+    """The ledger's row for one problem, read off its record (crashes and timeouts are failures).
+
+    A crashed or timed-out episode carries no judge verdict, whatever its record says: validators do
+    not judge one, and a verdict on one (an older validator's, a forged record's) must not count."""
     error = record.outcome.error
     if error is not None and len(error) > MAX_ERROR_CHARS:
         error = error[: MAX_ERROR_CHARS - 20] + "… (cut)"
-    judge = record.judge
+    judge = record.judge if error is None else None
     end_reason = record.outcome.end_reason
     return ProblemResultIn(
         problem_id=record.problem.problem_id,
