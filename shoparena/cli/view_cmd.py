@@ -19,24 +19,26 @@ class ViewOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run: Annotated[Path, CliFlag(argument=True, metavar="RUN")] = Field(
+    run: Annotated[Path, CliFlag(argument=True)] = Field(
         description="An eval run directory (its trajectories.jsonl) or a trajectories file."
     )
-    problem: Annotated[str | None, CliFlag(argument=True, metavar="PROBLEM", show_default=False)] = Field(
+    problem: Annotated[str | None, CliFlag(argument=True, show_default=False)] = Field(
         None, description="A problem id (or a unique start of one): show that episode; without it, the table."
     )
-    sample: int | None = Field(None, ge=0, description="Only this sample of PROBLEM [default: every sample].")
+    sample: int | None = Field(None, ge=0, description="Only this sample of PROBLEM \\[default: every sample].")
     full: bool = Field(False, description="Call arguments and results whole, not abridged.")
     as_json: Annotated[bool, CliFlag(flag="--json")] = Field(
         False, description="Print the table's rows (or the episode) as JSON."
     )
 
 
-VIEW_HELP = """Look at a run's episodes: without PROBLEM, one row per episode (problem, bucket,
-success, rule score, the judge's gate and quality, the constraint that failed, the error, turns);
-with PROBLEM, that episode: the query, each turn's reasoning and calls (origin llm or code, results
-abridged), the recommendation, the verdict per constraint, the judge's gate and cited spans, and
-an error with the miner's own traceback frame. Plain text when the output is not a terminal.
+VIEW_HELP = """Look at a run's episodes: the per-problem table, or one episode turn by turn.
+
+Without PROBLEM: one row per episode (problem, bucket, success, rule score, the judge's gate and
+quality, the constraints that failed, the error, turns). With PROBLEM: that episode — the query,
+each turn's reasoning and calls (origin llm or code, results abridged), the recommendation, the
+verdict per constraint, the judge's gate and cited spans, and an error with the miner's own
+traceback frame. Plain text when the output is not a terminal.
 
 Examples:
   shoparena view runs/agentic
