@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rich.markup import escape
 
 from shoparena.cli.common import console, fail, print_json
 from shoparena.cli.model_options import command_from_models, model_values, validation_message
@@ -25,7 +26,9 @@ class ViewOptions(BaseModel):
     problem: Annotated[str | None, CliFlag(argument=True, show_default=False)] = Field(
         None, description="A problem id (or a unique start of one): show that episode; without it, the table."
     )
-    sample: int | None = Field(None, ge=0, description="Only this sample of PROBLEM \\[default: every sample].")
+    sample: int | None = Field(
+        None, ge=0, description="Only this sample of PROBLEM \\[default: every sample]."
+    )
     full: bool = Field(False, description="Call arguments and results whole, not abridged.")
     as_json: Annotated[bool, CliFlag(flag="--json")] = Field(
         False, description="Print the table's rows (or the episode) as JSON."
@@ -50,6 +53,7 @@ Examples:
 def view_command(**values: Any) -> None:
     from shoparena.report.episodes import (
         episode_lines,
+        error_lines,
         load_episodes,
         rows_table,
         rows_text,
@@ -74,6 +78,8 @@ def view_command(**values: Any) -> None:
             )
         elif terminal:
             console.print(rows_table(rows, title=str(episodes.source)))
+            for line in error_lines(rows):
+                console.print(f"[red]{escape(line)}[/]", soft_wrap=True, highlight=False)
             console.print(summary_line(episodes.episodes), soft_wrap=True, highlight=False)
         else:
             sys.stdout.write(rows_text(rows) + "\n" + summary_line(episodes.episodes) + "\n")

@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 from pydantic import BaseModel, Field
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
@@ -97,6 +98,8 @@ class EpisodeRow(BaseModel):
     """The constraints the episode failed, in the order they are checked (`budget`, `price`, …)."""
     error: str | None = None
     """Why the episode failed to finish (one line), with the miner's frame where there is one."""
+    error_kind: str | None = None
+    """The error's kind (`agent crashed`, `timeout`, `endpoint` …: `eval.episodes.error_kind`)."""
     turns: int = 0
     anchor: str
     """The id of the episode's section in report.html."""
@@ -390,6 +393,7 @@ def episode_view(
         judge_quality=judge.quality if judge else None,
         failing=[c.name for c in constraints if not c.ok],
         error=error_line(error, crash, shown_file) if error else None,
+        error_kind=error_kind(error) if error else None,
         turns=sum(1 for t in turns if t.reasoning or t.content or t.calls),
         anchor=anchor or _anchor(record.problem.problem_id, None),
     )
@@ -414,12 +418,14 @@ def episode_view(
 
 # -- rendering ----------------------------------------------------------------------------------------
 
-ROW_HEADER = ["problem", "bucket", "ok", "rule", "judge", "failing", "error", "turns"]
+ROW_HEADER = ["problem", "bucket", "ok", "rule", "judge", "failing", "turns", "error"]
+NUMERIC = (3, 6)
+"""The columns aligned right (rule, turns)."""
 
 
 def row_cells(row: EpisodeRow, samples: bool = False) -> list[str]:
     judge = "" if row.judge_gate is None else f"{row.judge_gate} {row.judge_quality:.1f}"
-    failing = "–" if row.error else ", ".join(row.failing)
+    failing = row.error_kind or "" if row.error else ", ".join(row.failing)
     problem = row.problem_id + (f" #{row.sample}" if samples else "")
     return [
         problem,
@@ -428,8 +434,8 @@ def row_cells(row: EpisodeRow, samples: bool = False) -> list[str]:
         "" if row.rule is None else f"{row.rule:.2f}",
         judge or ("–" if row.error else ""),
         failing,
-        row.error or "",
         str(row.turns),
+        row.error or "",
     ]
 
 
@@ -438,15 +444,37 @@ def _samples(rows: Sequence[EpisodeRow]) -> bool:
 
 
 def rows_table(rows: Sequence[EpisodeRow], title: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ROW_HEADER:
-        table.add_column(column, justify="right" if column in ("rule", "turns") else "left")
+    """The per-problem table for a terminal: every column but the error, which `error_lines` lists
+    below it (a long error in a column would squash the rest); an errored row's `failing` is its kind."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     many = _samples(rows)
+    shown = [i for i, name in enumerate(ROW_HEADER) if name != "error"]
+    for i in shown:
+        column = ROW_HEADER[i]
+        if column == "failing":
+            table.add_column(column, min_width=8, ratio=1)
+        else:  # whole: the problem id is what `view RUN PROBLEM` takes
+            table.add_column(column, no_wrap=True, justify="right" if i in NUMERIC else "left")
     for row in rows:
-        cells = [escape(cell) for cell in row_cells(row, many)]
-        cells[2] = "[green]yes[/]" if row.success else "[red]no[/]"
-        table.add_row(*cells)
+        styled = [escape(cell) for cell in row_cells(row, many)]
+        styled[2] = "[green]yes[/]" if row.success else "[red]no[/]"
+        table.add_row(*(styled[i] for i in shown))
     return table
+
+
+def error_lines(rows: Sequence[EpisodeRow]) -> list[str]:
+    """The rows' errors, each distinct one once with the problems it ended."""
+    by_error: dict[str, list[str]] = {}
+    for row in rows:
+        if row.error:
+            by_error.setdefault(row.error, []).append(
+                row.problem_id + (f" #{row.sample}" if row.sample else "")
+            )
+    lines = []
+    for error, problems in by_error.items():
+        shown = ", ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
+        lines.append(f"error on {len(problems)} episode(s) ({shown}): {error}")
+    return lines
 
 
 def rows_text(rows: Sequence[EpisodeRow]) -> str:
@@ -458,7 +486,7 @@ def rows_text(rows: Sequence[EpisodeRow]) -> str:
     out = []
     for line in lines:
         cells = [
-            cell.rjust(w) if i in (3, 7) else cell.ljust(w)
+            cell.rjust(w) if i in NUMERIC else cell.ljust(w)
             for i, (cell, w) in enumerate(zip(line, widths, strict=True))
         ]
         out.append("  ".join(cells).rstrip())
@@ -559,7 +587,7 @@ def episodes_html(episodes: EpisodeSet, limit: int = HTML_EPISODES) -> str:
         if index < limit:
             first = f'<a href="#{view.row.anchor}">{first}</a>'
         rest = "".join(
-            f'<td class="{"num" if i in (3, 7) else ""}">{html.escape(c)}</td>'
+            f'<td class="{"num" if i in NUMERIC else ""}">{html.escape(c)}</td>'
             for i, c in enumerate(cells[1:], 1)
         )
         style = "" if view.row.success else ' class="failed"'

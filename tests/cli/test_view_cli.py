@@ -80,7 +80,7 @@ def test_the_table_has_one_plain_row_per_episode(agentic_run):
     result = view(agentic_run)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split() == ["problem", "bucket", "ok", "rule", "judge", "failing", "error", "turns"]
+    assert lines[0].split() == ["problem", "bucket", "ok", "rule", "judge", "failing", "turns", "error"]
     recs = records(agentic_run)
     assert len(lines) == 1 + len(recs) + 1 and "│" not in result.output  # plain text when piped
     for record, line in zip(recs, lines[1:], strict=False):
@@ -150,7 +150,7 @@ def test_a_crashed_miner_gets_no_judge_verdict_and_its_row_says_why(crashed_run)
     assert result.exit_code == 0, result.output
     for line in result.output.splitlines()[1:-1]:
         assert "agent_main failed: IndexError" in line and "(at my_bot.py:7 in parse_budget)" in line
-        assert " – " in line  # no judge
+        assert " – " in line and "agent crashed" in line  # no judge; failing says how it ended
     # `shoparena judge` over the same records judges none of them and counts no judge failure
     judged = runner.invoke(
         app,

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, Field
 
-from shoparena.agents.miner.sandbox import FALLBACK_MINER_NAME, RUNNER, SDK, SUBNET_FILES
+from shoparena.agents.miner.sandbox import RUNNER, SDK, SUBNET_FILES
 
 HARNESS_FILES = frozenset({RUNNER.name, SDK.name, *(f.name for f in SUBNET_FILES)})
 """The harness's programs beside the miner's file in /app: their frames are not the miner's."""
@@ -108,7 +108,3 @@ def _miner_frames(frames: list[Frame]) -> list[Frame]:
         and (not runner_dirs or str(PurePosixPath(frame.file).parent) in runner_dirs)
     ]
 
-
-def sandbox_names(path: str) -> set[str]:
-    """The names a miner file at `path` may carry in the sandbox's /app: its own, or the fallback."""
-    return {PurePosixPath(path).name, FALLBACK_MINER_NAME}
