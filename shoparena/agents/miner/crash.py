@@ -107,4 +107,3 @@ def _miner_frames(frames: list[Frame]) -> list[Frame]:
         and frame.file.endswith(".py")
         and (not runner_dirs or str(PurePosixPath(frame.file).parent) in runner_dirs)
     ]
-
