@@ -90,6 +90,7 @@ def test_a_file_that_hangs_is_killed_at_the_arenas_timeout_and_fails(tmp_path, s
     assert report.admitted
     [outcome] = report.outcomes
     assert not outcome.success and outcome.error and "timeout" in outcome.error.lower()
+    assert outcome.judge_quality is None and outcome.judge_gate is None  # a timeout is not judged
     assert report.scores.asr == 0 and not report.qualifies
 
 
