@@ -286,24 +286,11 @@ def abridge(value: Any, limit: int | None = RESULT_CHARS) -> str:
     return text
 
 
-def _call_view(call: CallRecord) -> CallView:
-    arguments = call.arguments if call.arguments is not None else (call.raw_arguments or "")
-    return CallView(
-        step=call.step,
-        name=call.name,
-        origin=call.origin,
-        arguments=_compact(arguments),
-        result="",
-        error=call.error,
-        counted=call.counted,
-    )
-
-
 def _turns(record: TrajectoryRecord, full: bool) -> list[TurnView]:
     calls = {call.call_id: call for call in record.calls}
     used: set[str] = set()
     turns: list[TurnView] = []
-    for message in record.messages[1:] if record.messages else []:
+    for message in record.messages:  # the system prompt and the query come before the first turn
         role = message.get("role")
         if role == "assistant":
             turn = TurnView(
@@ -330,12 +317,20 @@ def _turns(record: TrajectoryRecord, full: bool) -> list[TurnView]:
 
 
 def _shown(call: CallRecord, full: bool) -> CallView:
-    view = _call_view(call)
+    """A call as the view lists it: its arguments and result abridged unless `full`."""
     limit = None if full else RESULT_CHARS
-    view.result = abridge(call.result, limit)
-    if limit is not None and len(view.arguments) > limit:
-        view.arguments = view.arguments[: limit - 1] + "…"
-    return view
+    arguments = _compact(call.arguments if call.arguments is not None else (call.raw_arguments or ""))
+    if limit is not None and len(arguments) > limit:
+        arguments = arguments[: limit - 1] + "…"
+    return CallView(
+        step=call.step,
+        name=call.name,
+        origin=call.origin,
+        arguments=arguments,
+        result=abridge(call.result, limit),
+        error=call.error,
+        counted=call.counted,
+    )
 
 
 def _text(value: Any) -> str | None:
