@@ -189,10 +189,14 @@ def load_episodes(path: Path | str, miner_file: str | None = None, full: bool = 
     run = _run_config(source.parent)
     judged = bool(run.get("judged")) if run else any(r.judge is not None for r in log.records)
     seen: dict[str, int] = {}
+    anchors: set[str] = set()
     episodes = []
     for record in log.records:
         number = seen[record.problem.problem_id] = seen.get(record.problem.problem_id, 0) + 1
         anchor = _anchor(record.problem.problem_id, record.sample if number > 1 else None)
+        while anchor in anchors:  # two ids that differ only in characters an anchor drops
+            anchor += "-"
+        anchors.add(anchor)
         episodes.append(episode_view(record, judged, anchor, miner_file, full))
     return EpisodeSet(source=source, judged=judged, episodes=episodes)
 
