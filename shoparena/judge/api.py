@@ -125,6 +125,7 @@ def judge_file(
     successes: list[bool] = []
     stopped = False
     attempted = 0
+    errored = 0
     output_path.parent.mkdir(parents=True, exist_ok=True)
     with input_path.open("rb") as source, output_path.open("wb") as sink:
         for number, line in enumerate(source, start=1):
@@ -138,6 +139,7 @@ def judge_file(
                 rejects.append(LineReject(line=number, error=invalid_record_reason(exc)))
                 continue
             verdict: JudgeVerdict | None = None
+            errored += bool(record.outcome.error)
             if not stopped and not record.outcome.error:  # a crash or timeout is not judged
                 attempted += 1
                 try:
@@ -165,5 +167,5 @@ def judge_file(
         failed=stopped or judged_failures * 2 > attempted,
         rejects=rejects,
         failures=failures,
-        summary=summarize_verdicts(verdicts, success_rate),
+        summary=summarize_verdicts(verdicts, success_rate, errored=errored),
     )

@@ -177,13 +177,13 @@ def test_crashed_episodes_are_not_judged_and_crashing_racers_cannot_cancel_the_r
     race = run_race(racing, engine, lambda offer, v, r: no_judge(offer, v, crashed(offer, v, r)))
     assert race.state == "RACE_COMPLETE", race.cancel_reason
     for result in race.results:
-        assert result.success_rate == 0 and result.judge_coefficient is None
+        assert result.success_rate == 0 and result.judge_coefficient is None and result.score == 0
         assert all((v.judge_failures, v.judge_calls) == (0, 0) for v in result.by_validator)
     # a verdict on a crashed episode is dropped at intake: it lifts no coefficient
     racing.clock.advance(hours=1)
     forged = run_race(racing, engine, crashed)
     assert forged.state == "RACE_COMPLETE", forged.cancel_reason
-    assert all(result.judge_coefficient is None for result in forged.results)
+    assert all(result.judge_coefficient is None and result.score == 0 for result in forged.results)
 
 
 def test_a_dishonest_validator_cannot_lift_its_favourite(racing):
