@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from shoparena.arena.models import JobRef, ProblemResultIn, ResultScores
 from shoparena.problems.models import Problem
 from shoparena.records.trajectory import AgentInfo, TrajectoryRecord
+from shoparena.scoring.judge_summary import ERRORED_QUALITY
 from shoparena.scoring.metrics import arena_final_score, judge_coefficient
 
 ARENA_AGENT_KIND = "file"
@@ -61,11 +62,14 @@ def canonical_record(record: TrajectoryRecord, job: JobRef, validator_hotkey: st
 
 
 def problem_outcome(record: TrajectoryRecord) -> ProblemResultIn:
-    """The ledger's row for one problem, read off its record (crashes and timeouts are failures)."""
+    """The ledger's row for one problem, read off its record (crashes and timeouts are failures).
+
+    A crashed or timed-out episode carries no judge verdict, whatever its record says: validators do
+    not judge one, and a verdict on one (an older validator's, a forged record's) must not count."""
     error = record.outcome.error
     if error is not None and len(error) > MAX_ERROR_CHARS:
         error = error[: MAX_ERROR_CHARS - 20] + "… (cut)"
-    judge = record.judge
+    judge = record.judge if error is None else None
     end_reason = record.outcome.end_reason
     return ProblemResultIn(
         problem_id=record.problem.problem_id,
@@ -88,10 +92,16 @@ def _mean(values: list[float]) -> float | None:
 
 
 def result_scores(problems: Sequence[ProblemResultIn]) -> ResultScores:
-    """The aggregates of one evaluation (`problems` non-empty)."""
+    """The aggregates of one evaluation (`problems` non-empty).
+
+    q is the mean quality over the judged problems and the problems that ended in an error, each of
+    those at the floor quality (`ERRORED_QUALITY`): a crash is not judged, but crashing on the problems
+    it would have reasoned badly about must not lift a miner's q. With no problem judged, q is None."""
     successes = sum(problem.success for problem in problems)
     asr = successes / len(problems)
-    q = _mean([p.judge_quality for p in problems if p.judge_quality is not None])
+    judged = [p.judge_quality for p in problems if p.judge_quality is not None]
+    errored = [ERRORED_QUALITY for p in problems if p.error is not None and p.judge_quality is None]
+    q = _mean(judged + errored) if judged else None
     return ResultScores(
         problems=len(problems),
         successes=successes,

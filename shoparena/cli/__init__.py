@@ -23,6 +23,7 @@ from shoparena.cli import (
     store_cmd,
     train_cmd,
     validator_cmd,
+    view_cmd,
 )
 from shoparena.cli.help_text import reflow_app
 
@@ -47,6 +48,7 @@ store_cmd.register(app)
 judge_cmd.register(app)
 corpus_cmd.register(app)
 eval_cmd.register(app)
+view_cmd.register(app)
 keys_cmd.register(app)
 arena_cmd.register(app)
 miner_cmd.register(app)

@@ -161,6 +161,7 @@ def eval_command(**values: Any) -> None:
         f"{result.episodes_run} episode(s) run{retried}, {result.episodes_resumed} resumed · "
         f"wrote {out / 'trajectories.jsonl'}, {out / 'metrics.json'}, {md}, {html}"
     )
+    console.print(f"episodes one by one: shoparena view {out} \\[PROBLEM]", soft_wrap=True, highlight=False)
     retryable = result.metrics["counts"].get("retryable_errors", 0)
     if retryable:
         err_console.print(

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rich.markup import escape
 from rich.table import Table
 
 from shoparena.arena.participants.tryout import TryoutSettings
@@ -29,22 +30,32 @@ EXIT_BELOW_THRESHOLD = 3
 """2 is every command's usage error (`fail`); a file that runs but would not qualify gets its own code."""
 
 
-def note(item, normal: bool) -> str:
-    """The error, an unusual ending, and the judge gate the reasoning failed (what to work on)."""
-    parts = [item.error or ("" if normal else item.end_reason or "")]
+def note(item, row=None) -> str:
+    """Why the problem failed, in the arena's terms: the error (with the line of the file that raised),
+    else the constraints the recommendation failed (`budget`, `price` …) and a judge gate it failed."""
+    if item.error:
+        return row.error if row is not None and row.error else item.error.splitlines()[0]
+    parts = []
+    normal = item.end_reason is not None and item.end_reason.startswith("terminated")
+    if not normal and item.end_reason:
+        parts.append(item.end_reason)
+    if row is not None and row.failing:
+        parts.append("failed " + ", ".join(row.failing))
     if item.judge_gate and item.judge_gate != "passed":
         parts.append(f"judge: failed {item.judge_gate}")
-    return "; ".join(part for part in parts if part)
+    return "; ".join(parts)
 
 
-def outcome_table(report) -> Table:
+def outcome_table(report, rows: dict | None = None) -> Table:
+    """One row per problem; `rows` (problem id → `EpisodeRow` of the run's records) names the failing
+    constraints and the line of the miner's file that raised."""
+    rows = rows or {}
     table = Table(title="per problem", title_justify="left")
     table.add_column("problem", no_wrap=True)
     for column in ("bucket", "ok", "rule", "q", "steps"):
         table.add_column(column, justify="left" if column == "bucket" else "right", no_wrap=True)
     table.add_column("note")
     for item in report.outcomes:
-        normal = item.end_reason is not None and item.end_reason.startswith("terminated")
         table.add_row(
             item.problem_id,
             item.bucket or "",
@@ -52,9 +63,46 @@ def outcome_table(report) -> Table:
             "" if item.rule_score is None else f"{item.rule_score:.2f}",
             "" if item.judge_quality is None else f"{item.judge_quality:.1f}",
             "" if item.steps_used is None else str(item.steps_used),
-            note(item, normal)[:200],
+            escape(note(item, rows.get(item.problem_id))[:300]),
         )
     return table
+
+
+def advice(report, episodes) -> list[str]:
+    """What to work on, from what really happened: crashes first (a crashed problem scores 0 and is
+    not judged), then timeouts, then the judge's first gate when most judged episodes failed it."""
+    from shoparena.eval.episodes import error_kind
+
+    outcomes = report.outcomes
+    errors = [item for item in outcomes if item.error]
+    lines = []
+    if errors:
+        kinds: dict[str, int] = {}
+        for item in errors:
+            kind = "timeout" if item.error.startswith("timeout") else error_kind(item.error)
+            kinds[kind] = kinds.get(kind, 0) + 1
+        what = ", ".join(f"{kind} on {n}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        lines.append(
+            f"{len(errors)} of {len(outcomes)} problem(s) ended in an error ({what}): each scores 0 and is "
+            "not judged — fix that first"
+        )
+        crashed = next((e for e in episodes if e.crash is not None and e.crash.miner_frames), None)
+        if crashed is not None:
+            lines.append(f"where {crashed.miner_file} raised (problem {crashed.row.problem_id}):")
+            lines += ["  " + line for line in crashed.crash.miner_text(crashed.miner_file).splitlines()]
+        elif kinds.get("timeout"):
+            lines.append(
+                "agent_main ran past the arena's per-problem time limit; make it return sooner (fewer "
+                "calls, shorter model answers)"
+            )
+    gates = [item.judge_gate for item in outcomes if item.judge_gate]
+    if gates and gates.count("reasoned") * 2 > len(gates):
+        lines.append(
+            "most judged episodes failed the judge's first gate (reasoned): the model must emit the tool "
+            "calls and reason about their results (through miner_sdk.chat); code-made calls cap the "
+            "coefficient at 0.3 + 0.7·0.1/0.8 ≈ 0.39 — see docs/miners.md"
+        )
+    return lines
 
 
 def verdict(report) -> str:
@@ -220,7 +268,7 @@ def try_command(**values: Any) -> None:
     if report.run_dir is not None:
         from shoparena.report import write_run_reports
 
-        write_run_reports(report.run_dir)
+        write_run_reports(report.run_dir, miner_file=str(agent))
     if as_json:
         print_json(
             {**report.model_dump(mode="json"), "admitted": report.admitted, "qualifies": report.qualifies}
@@ -228,15 +276,11 @@ def try_command(**values: Any) -> None:
     elif not report.admitted:
         print_violations(str(agent), report.violations)
     else:
-        console.print(outcome_table(report))
+        episodes = tried_episodes(report.run_dir, agent)
+        console.print(outcome_table(report, {e.row.problem_id: e.row for e in episodes}))
         say(verdict(report))
-        gates = [item.judge_gate for item in report.outcomes if item.judge_gate]
-        if gates and gates.count("reasoned") * 2 > len(gates):
-            say(
-                "most episodes failed the judge's first gate (reasoned): the model must emit the tool "
-                "calls and reason about their results (through miner_sdk.chat); code-made calls cap the "
-                "coefficient at 0.3 + 0.7·0.1/0.8 ≈ 0.39 — see docs/miners.md"
-            )
+        for line in advice(report, episodes):
+            say(escape(line))
         say(
             f"the run (records, report.html): {report.run_dir}; "
             f"submit the same bytes with `shoparena miner submit --key miner.json {agent}`"
@@ -245,3 +289,17 @@ def try_command(**values: Any) -> None:
         raise typer.Exit(EXIT_REJECTED)
     if not report.qualifies:
         raise typer.Exit(EXIT_BELOW_THRESHOLD)
+
+
+def tried_episodes(run_dir: Path | None, agent: Path) -> list:
+    """The run's episodes, a traceback's frames shown under the file's own name (the run holds a copy
+    named agent.py); empty when the records cannot be read."""
+    from shoparena.report.episodes import load_episodes
+    from shoparena.report.runs import ReportError
+
+    if run_dir is None:
+        return []
+    try:
+        return load_episodes(run_dir, miner_file=str(agent)).episodes
+    except ReportError:
+        return []

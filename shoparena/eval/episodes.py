@@ -52,7 +52,7 @@ def error_kind(error: str) -> str:
       request (connection failure, HTTP error) after the client's own retries;
     - `timeout`: the episode ran past `--timeout` (an overloaded endpoint, or the agent's own slowness);
     - `worker crashed`: the process running the episode died (killed, out of memory, a native crash);
-    - `agent crashed`: the agent's code raised;
+    - `agent crashed`: the agent's code raised (a miner file's `agent_main failed: …`, with its traceback);
     - `agent error`: anything else the agent reported (a failed local model call, output it could not
       use, a miner's malformed steps, a reference agent's exception).
 
@@ -64,7 +64,7 @@ def error_kind(error: str) -> str:
         return "endpoint"
     if error.startswith("worker crashed"):
         return "worker crashed"
-    if error.startswith("agent crashed"):
+    if error.startswith(("agent crashed", "agent_main failed")):
         return "agent crashed"
     return "agent error"
 
@@ -251,7 +251,7 @@ class EpisodeDigest(BaseModel):
             usage=record.usage,
             wall_s=record.timings.wall_s,
             success=bool(record.score.success),
-            judge=record.judge,
+            judge=record.judge if not record.outcome.error else None,  # an errored episode is not judged
             grounded=recommendation_grounded(record),
         )
 

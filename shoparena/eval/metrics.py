@@ -93,7 +93,9 @@ def compute_metrics(
         notes.append(
             f"{outside} recorded episode(s) lie outside this run's problems/samples and are not counted"
         )
-    judging = summarize_verdicts((r.judge for r in selected), overall["asr"].value)
+    judging = summarize_verdicts(
+        (r.judge for r in selected), overall["asr"].value, errored=sum(1 for r in selected if r.error)
+    )
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "model_calls": 0}
     for record in selected:
         usage["prompt_tokens"] += record.usage.prompt_tokens

@@ -6,7 +6,8 @@ holds (a last line cut short by an interrupted run is truncated away). `run_task
 only then is the directory claimed (run.json written), so an agent that cannot be built leaves no
 trace, and a directory this eval created is removed again — hands every missing (problem, sample)
 pair to the executor and scores, judges and appends each episode as it arrives (live ASR).
-`finish_run` writes the final metrics, computed by the very function `shoparena score` uses, so the
+An episode that ended in an error is not judged (its record's `judge` is null): a crash's or a timeout's
+trace is no reasoning to grade, and its row says why it failed instead. `finish_run` writes the final metrics, computed by the very function `shoparena score` uses, so the
 two always agree. An episode that ended in an agent error (crash, timeout) is scored as a failure
 whatever it recommended: its recommendation is kept in the record, but no answer is counted for it.
 With `retry_errors`, a resumed run re-runs the episodes whose record holds a model-endpoint error or a
@@ -369,7 +370,7 @@ def run_tasks(run: OpenRun, judge: Judge | None = None, progress: Progress | Non
                 run.scorer, problem, digest.answer, answered=not digest.error, grounded=digest.grounded
             )
             verdict = None
-            if judge is not None:
+            if judge is not None and not digest.error:  # a crash or timeout has no reasoning to grade
                 record = TrajectoryRecord.model_validate_json(complete_line(output.body, score, None))
                 verdict = _judge(judge, record, problem)
             writer.write_line(complete_line(output.body, score, verdict))

@@ -113,7 +113,8 @@ def judge_file(
     """Judge every record of a trajectories JSONL into `output_path` (the verdict set as `judge`).
 
     A line that is not a valid record is reported and skipped; a record the judge cannot judge is
-    written unjudged (judge: null) and reported; the rest go on.
+    written unjudged (judge: null) and reported; the rest go on. A record of an episode that ended in
+    an error (a crash, a timeout) is written unjudged: it has no reasoning to grade.
     """
     input_path, output_path = Path(input_path), Path(output_path)
     if input_path.resolve() == output_path.resolve():
@@ -124,6 +125,7 @@ def judge_file(
     successes: list[bool] = []
     stopped = False
     attempted = 0
+    errored = 0
     output_path.parent.mkdir(parents=True, exist_ok=True)
     with input_path.open("rb") as source, output_path.open("wb") as sink:
         for number, line in enumerate(source, start=1):
@@ -137,7 +139,8 @@ def judge_file(
                 rejects.append(LineReject(line=number, error=invalid_record_reason(exc)))
                 continue
             verdict: JudgeVerdict | None = None
-            if not stopped:
+            errored += bool(record.outcome.error)
+            if not stopped and not record.outcome.error:  # a crash or timeout is not judged
                 attempted += 1
                 try:
                     verdict = judge(record)
@@ -164,5 +167,5 @@ def judge_file(
         failed=stopped or judged_failures * 2 > attempted,
         rejects=rejects,
         failures=failures,
-        summary=summarize_verdicts(verdicts, success_rate),
+        summary=summarize_verdicts(verdicts, success_rate, errored=errored),
     )

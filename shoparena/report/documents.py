@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 
 from shoparena.report import plots
-from shoparena.report.runs import REPORT_HTML, REPORT_MD, RunView, load_run
+from shoparena.report.episodes import EPISODE_STYLE, episodes_html, load_episodes
+from shoparena.report.runs import REPORT_HTML, REPORT_MD, ReportError, RunView, load_run
 from shoparena.report.tables import (
     Rows,
     comparison_rows,
@@ -102,11 +104,13 @@ def _figures(runs: Sequence[RunView]) -> str:
     return f'<div class="figures">{inner}</div>'
 
 
-def report_html(runs: Sequence[RunView], title: str) -> str:
-    """One page: the Table-1-shaped comparison, the figures, then each run's metric tables."""
+def report_html(runs: Sequence[RunView], title: str, sections: Sequence[str] = ()) -> str:
+    """One page: the Table-1-shaped comparison, the figures, then each run's metric tables, then
+    `sections` (HTML: a run's episodes, say)."""
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
+        f"<title>{html.escape(title)}</title><style>{STYLE}{EPISODE_STYLE if sections else ''}</style>"
+        "</head><body>",
         f"<h1>{html.escape(title)}</h1>",
         html_table(comparison_rows(runs)),
         _figures(runs),
@@ -132,6 +136,7 @@ def report_html(runs: Sequence[RunView], title: str) -> str:
         if notes:
             items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
             parts.append(f"<ul class='note'>{items}</ul>")
+    parts += sections
     parts.append(
         "<p class='note'>Brackets and whiskers: 95% percentile bootstrap intervals over episodes "
         "(pass@k: over problems).</p></body></html>"
@@ -139,13 +144,17 @@ def report_html(runs: Sequence[RunView], title: str) -> str:
     return "".join(parts)
 
 
-def write_run_reports(run_dir: Path | str) -> tuple[Path, Path]:
-    """report.md and report.html inside a finished run directory."""
+def write_run_reports(run_dir: Path | str, miner_file: str | None = None) -> tuple[Path, Path]:
+    """report.md and report.html inside a finished run directory; the HTML ends with the run's episodes
+    (the per-problem table, each row linked to its episode) when its trajectories.jsonl is readable."""
     run = load_run(run_dir)
     md_path = run.path / REPORT_MD
     html_path = run.path / REPORT_HTML
     md_path.write_text(run_markdown(run), encoding="utf-8")
-    html_path.write_text(report_html([run], f"Evaluation report: {run.name}"), encoding="utf-8")
+    sections = []
+    with suppress(ReportError):  # no records (a run made elsewhere, its records moved): the numbers alone
+        sections.append(episodes_html(load_episodes(run.path, miner_file=miner_file)))
+    html_path.write_text(report_html([run], f"Evaluation report: {run.name}", sections), encoding="utf-8")
     return md_path, html_path
 
 

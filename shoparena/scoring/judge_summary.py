@@ -13,10 +13,14 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shoparena.records.verdict import QUALITY_WHEN_FAILED, JudgeVerdict
+from shoparena.records.verdict import QUALITY_WHEN_FAILED, REASONED, JudgeVerdict
 from shoparena.scoring.metrics import arena_final_score, judge_coefficient
 
 QUALITY_LEVELS: tuple[str, ...] = tuple(f"{q:.1f}" for q in sorted(set(QUALITY_WHEN_FAILED.values())))
+ERRORED_QUALITY = QUALITY_WHEN_FAILED[REASONED]
+"""The quality an episode that ended in an error (a crash, a timeout) counts with in q. It is not
+judged — its trace is no reasoning to grade — but leaving it out of q would let a miner crash on
+purpose wherever its reasoning is poor and lift its q on the rest; so it counts as no reasoning."""
 
 
 def mean_quality(verdicts: Iterable[JudgeVerdict | None]) -> float | None:
@@ -34,6 +38,8 @@ class JudgeSummary(BaseModel):
 
     judged: int
     unjudged: int
+    errored: int = 0
+    """Of the unjudged, the episodes that ended in an error: counted in q at `ERRORED_QUALITY`."""
     q: float | None
     coeff: float | None
     final_score: float | None = None
@@ -45,17 +51,20 @@ class JudgeSummary(BaseModel):
 
 
 def summarize_verdicts(
-    verdicts: Iterable[JudgeVerdict | None], success_rate: float | None = None
+    verdicts: Iterable[JudgeVerdict | None], success_rate: float | None = None, errored: int = 0
 ) -> JudgeSummary:
-    """`verdicts` holds one entry per episode, None for an unjudged one."""
+    """`verdicts` holds one entry per episode, None for an unjudged one; `errored` of those None ended
+    in an error (a crash, a timeout) and count in q at `ERRORED_QUALITY` (once any episode is judged)."""
     verdicts = list(verdicts)
     judged = [v for v in verdicts if v is not None]
-    q = mean_quality(judged)
+    qualities = [v.quality for v in judged] + [ERRORED_QUALITY] * errored if judged else []
+    q = round(sum(qualities) / len(qualities), 9) if qualities else None
     gates = Counter(v.gate for v in judged)
     qualities = Counter(f"{v.quality:.1f}" for v in judged)
     return JudgeSummary(
         judged=len(judged),
         unjudged=len(verdicts) - len(judged),
+        errored=errored,
         q=q,
         coeff=judge_coefficient(q) if q is not None else None,
         final_score=arena_final_score(success_rate, q)

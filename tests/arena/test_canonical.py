@@ -45,3 +45,21 @@ def test_canonical_records_are_the_jobs_and_only_its(raw_records, job_bank, job,
     assert record_problems(canonical, altered, problems, validator)  # another job's records
     assert record_problems(canonical[1:], job, problems, validator)  # a problem left out
     assert record_problems([*canonical, canonical[0]], job, problems, validator)  # one twice
+
+
+def test_crashing_where_the_reasoning_is_poor_cannot_lift_q():
+    """The attack: a miner that crashes on purpose wherever its reasoning would be graded low, to leave
+    those problems out of q. A crash is not judged (its verdict is dropped even when a record carries
+    one), but it counts in q at the floor, so q is what honest failure would have earned."""
+    from shoparena.arena.canonical import result_scores
+    from shoparena.arena.models import ProblemResultIn
+    from shoparena.scoring.judge_summary import ERRORED_QUALITY
+
+    good = ProblemResultIn(problem_id="p1", success=True, judge_quality=0.9, judge_gate="passed")
+    honest = ProblemResultIn(problem_id="p2", success=False, judge_quality=0.1, judge_gate="reasoned")
+    crashed = ProblemResultIn(problem_id="p2", success=False, error="agent_main failed: RuntimeError: dodge")
+    dodged = result_scores([good, crashed])
+    assert dodged.judge_quality == result_scores([good, honest]).judge_quality == (0.9 + ERRORED_QUALITY) / 2
+    assert dodged.coefficient < 1 and dodged.final_score == result_scores([good, honest]).final_score
+    # nothing judged at all (every problem crashed): no q, and the score is 0
+    assert result_scores([crashed]).judge_quality is None and (result_scores([crashed]).final_score or 0) == 0

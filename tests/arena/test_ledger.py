@@ -142,8 +142,9 @@ def test_results_are_aggregated_by_the_arena_and_idempotent(state):
     assert (view.problems, view.successes) == (3, 1)
     assert view.asr == pytest.approx(1 / 3)
     assert view.mean_rule_score == pytest.approx(0.75)
-    assert view.judge_quality == pytest.approx(0.7)
-    assert view.coefficient == pytest.approx(0.3 + 0.7 * 0.7 / 0.8)
+    # q: the two judged problems and the timed-out one, not judged but counted at the floor (0.1)
+    assert view.judge_quality == pytest.approx((0.9 + 0.5 + 0.1) / 3)
+    assert view.coefficient == pytest.approx(0.3 + 0.7 * 0.5 / 0.8)
     assert view.final_score == pytest.approx(view.asr * view.coefficient)
     assert [p.problem_id for p in view.per_problem] == ["p1", "p2", "p3"]
     assert view.per_problem[2].error == "timeout after 300 s"

@@ -469,6 +469,10 @@ def test_error_kinds_say_which_errors_a_retry_reruns():
     assert error_kind("https://api.openai.com/v1/chat/completions: Incorrect API key provided") == "endpoint"
     assert error_kind(TIMEOUT_ERROR) == TIMEOUT_ERROR
     assert error_kind("agent crashed: RuntimeError: scripted crash") == "agent crashed"
+    assert (
+        error_kind("agent_main failed: TypeError: boom\nTraceback (most recent call last):")
+        == "agent crashed"
+    )
     assert error_kind("worker crashed (exit code -9)") == "worker crashed"
     assert error_kind("model call failed: RuntimeError: CUDA out of memory") == "agent error"
     assert error_kind("agent_main returned malformed steps: not a list") == "agent error"

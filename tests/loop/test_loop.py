@@ -218,3 +218,21 @@ def test_the_report_says_plainly_that_its_random_base_cannot_shop(looped):
     assert f"random-weight Qwen3 of {parameters:,} parameters" in md
     assert "shoparena train proof" in md
     assert "random-weight Qwen3" in layout.report_html.read_text()
+
+
+def test_view_shows_every_eval_run_the_loop_wrote(looped):
+    """`shoparena view` on the demo's runs: the held-out evaluations of the checkpoints and of the
+    season's racers (each an eval run directory under the loop's output)."""
+    layout, _, _ = looped
+    runs = sorted(path.parent for path in layout.out.rglob("trajectories.jsonl"))
+    assert any("05-season-agents" in str(run) for run in runs) and any("04-train" in str(run) for run in runs)
+    for run in runs:
+        table = CliRunner().invoke(app, ["view", str(run), "--json"])
+        assert table.exit_code == 0, table.output
+        rows = json.loads(table.stdout)["episodes"]
+        lines = (run / "trajectories.jsonl").read_text().splitlines()
+        assert rows and len(rows) <= len(lines)
+        episode = CliRunner().invoke(app, ["view", str(run), rows[0]["problem_id"]])
+        assert episode.exit_code == 0, episode.output
+        assert f"episode {rows[0]['problem_id']}" in episode.output and "constraints" in episode.output
+        assert "judge: " in episode.output

@@ -367,7 +367,10 @@ class RaceEngine:
         ).all()
         for result in results:
             problems = connection.execute(select(PROBLEMS).where(PROBLEMS.c.result_id == result.id)).all()
-            failures = sum(problem.judge_quality is None for problem in problems)
+            # a crashed or timed-out problem is not judged: it is no judge failure (else a miner
+            # crashing on purpose could push a race past max_judge_failure_rate and cancel it)
+            judgeable = [problem for problem in problems if problem.error is None]
+            failures = sum(problem.judge_quality is None for problem in judgeable)
             richness = (
                 self._richness([problem.record_id for problem in problems])
                 if self.config.richness_share
@@ -385,7 +388,7 @@ class RaceEngine:
                     judge_coefficient=result.coefficient,
                     richness=richness,
                     judge_failures=failures,
-                    judge_calls=len(problems),
+                    judge_calls=len(judgeable),
                 )
             )
         return scores

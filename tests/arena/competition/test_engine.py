@@ -158,6 +158,34 @@ def test_failed_judge_calls_over_the_limit_cancel_the_race(racing):
     assert race.seed is not None  # revealed even so: anyone can check the draw
 
 
+def crashed(_offer, _validator, record):
+    """The record of an episode whose miner crashed, still carrying a verdict (a validator from before
+    crashes went unjudged, or a forged record): the verdict must not count."""
+    outcome = record.outcome.model_copy(
+        update={"error": "agent_main failed: TypeError: boom", "recommended_product_ids": None}
+    )
+    return record.model_copy(
+        update={"outcome": outcome, "score": record.score.model_copy(update={"success": False})}
+    )
+
+
+def test_crashed_episodes_are_not_judged_and_crashing_racers_cannot_cancel_the_race(racing):
+    a, b, _ = racing.miners
+    qualify(racing, a, b)
+    engine = engine_for(racing, chain=RecordingChain())
+    # validators leave a crashed episode unjudged: no judge call failed, so the race stands
+    race = run_race(racing, engine, lambda offer, v, r: no_judge(offer, v, crashed(offer, v, r)))
+    assert race.state == "RACE_COMPLETE", race.cancel_reason
+    for result in race.results:
+        assert result.success_rate == 0 and result.judge_coefficient is None and result.score == 0
+        assert all((v.judge_failures, v.judge_calls) == (0, 0) for v in result.by_validator)
+    # a verdict on a crashed episode is dropped at intake: it lifts no coefficient
+    racing.clock.advance(hours=1)
+    forged = run_race(racing, engine, crashed)
+    assert forged.state == "RACE_COMPLETE", forged.cancel_reason
+    assert all(result.judge_coefficient is None and result.score == 0 for result in forged.results)
+
+
 def test_a_dishonest_validator_cannot_lift_its_favourite(racing):
     a, b, c = racing.miners
     qualify(racing, a, b, c)

@@ -3,6 +3,8 @@ strict evaluation, the judge and the ledger's score — before it is submitted; 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 from typer.testing import CliRunner
@@ -21,6 +23,7 @@ from shoparena.cli.miner_try_cmd import EXIT_BELOW_THRESHOLD, TEMPLATES
 from shoparena.season.roster import miner_source
 from tests.arena.arena_helpers import make_arena
 
+MINERS = Path(__file__).resolve().parents[2] / "agents" / "miners"
 FAST = EvaluationSettings(similarity="lexical", timeout_s=60)
 runner = CliRunner()
 
@@ -87,6 +90,7 @@ def test_a_file_that_hangs_is_killed_at_the_arenas_timeout_and_fails(tmp_path, s
     assert report.admitted
     [outcome] = report.outcomes
     assert not outcome.success and outcome.error and "timeout" in outcome.error.lower()
+    assert outcome.judge_quality is None and outcome.judge_gate is None  # a timeout is not judged
     assert report.scores.asr == 0 and not report.qualifies
 
 
@@ -160,3 +164,64 @@ def test_miner_try_exit_codes_and_json(tmp_path, small_catalog_dir, problems_fil
     assert result.exit_code == 1 and "security.banned_import" in result.output
     result = runner.invoke(app, ["miner", "try", str(good), "--sandbox", "jail", *common])
     assert result.exit_code == 2 and "sandbox" in result.output
+
+
+def test_miner_try_on_a_crash_shows_the_miners_own_frame_and_advice_about_the_crash(
+    tmp_path, small_catalog_dir, problems_file
+):
+    """The file raises in its own helper: the output shows that frame under the file's own name (not
+    the sandbox copy's agent.py, not the harness's runner frame), and advises on the crash, not on the
+    judge's gates (a crashed problem is not judged)."""
+    agent = tmp_path / "my_bot.py"
+    agent.write_bytes((MINERS / "crashing_miner.py").read_bytes())
+    args = [
+        "miner",
+        "try",
+        str(agent),
+        "--out",
+        str(tmp_path / "t"),
+        "--limit",
+        "1",
+        "--similarity",
+        "lexical",
+    ]
+    result = runner.invoke(
+        app,
+        [*args, "--catalog", str(small_catalog_dir), "--problems", str(problems_file)],
+        env={"COLUMNS": "300"},
+    )
+    assert result.exit_code == EXIT_BELOW_THRESHOLD, result.output
+    out = result.output
+    assert f"(at {agent}:7 in parse_budget)" in out  # the table's row: the file as the user named it
+    assert "1 of 1 problem(s) ended in an error (agent crashed on 1): each scores 0 and is not judged" in out
+    frame = out[out.index(f"where {agent} raised") :]
+    assert f'File "{agent}", line 7, in parse_budget' in frame
+    assert (
+        f'File "{agent}", line 12, in agent_main' in frame and "IndexError: list index out of range" in frame
+    )
+    assert "_shoparena_runner" not in out and "agent.py" not in out.replace("my_bot.py", "")
+    assert "reasoned" not in out and "judge q none judged" in out
+    page = next((tmp_path / "t").glob("*/run-*/report.html")).read_text()
+    assert f"File &quot;{agent}&quot;, line 7" in page
+
+
+def test_a_failed_voucher_row_names_the_failing_constraint():
+    from rich.console import Console
+
+    from shoparena.arena.models import ProblemResultIn
+    from shoparena.arena.participants.tryout import TryoutReport
+    from shoparena.cli.miner_try_cmd import outcome_table
+    from shoparena.report.episodes import EpisodeRow
+
+    outcome = ProblemResultIn(
+        problem_id="voucher-1", bucket="voucher", success=False, rule_score=1.0, judge_quality=0.9,
+        judge_gate="passed", end_reason="terminated with status success", steps_used=6,
+    )  # fmt: skip
+    row = EpisodeRow(problem_id="voucher-1", bucket="voucher", success=False, failing=["budget"], anchor="a")
+    report = TryoutReport(
+        agent="a.py", code_sha256="0" * 64, violations=[], outcomes=[outcome], qualify_threshold=0.2,
+        similarity="lexical",
+    )  # fmt: skip
+    console = Console(width=200, record=True)
+    console.print(outcome_table(report, {"voucher-1": row}))
+    assert "failed budget" in console.export_text()
