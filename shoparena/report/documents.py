@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shoparena.report import plots
-from shoparena.report.runs import REPORT_HTML, REPORT_MD, RunView, load_run
+from shoparena.report.runs import REPORT_HTML, REPORT_MD, RunView, load_run, report_warnings
 from shoparena.report.tables import (
     Rows,
     comparison_rows,
@@ -28,6 +28,8 @@ th,td{border:1px solid #ddd;padding:.3em .6em;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .figures{display:flex;flex-wrap:wrap;gap:1.5em}.figures figure{margin:0}
 .note{color:#555;font-size:.9em}
+.warning{color:#7a2e00;background:#fff1e0;padding:.5em .8em;border-left:4px solid #d9822b;margin:.6em 0}
+figure svg{max-width:100%;height:auto}
 """
 
 
@@ -35,9 +37,21 @@ def _headline(runs: Sequence[RunView]) -> str:
     return comparison_rows(runs).markdown()
 
 
+def warnings_markdown(runs: Sequence[RunView]) -> str:
+    return "".join(f"\n> **Warning:** {warning}\n" for warning in report_warnings(list(runs)))
+
+
+def warnings_html(runs: Sequence[RunView]) -> str:
+    return "".join(
+        f'<p class="warning"><strong>Warning:</strong> {html.escape(warning)}</p>'
+        for warning in report_warnings(list(runs))
+    )
+
+
 def run_markdown(run: RunView) -> str:
-    """report.md of one run: headline row, per-bucket metrics, pass@k, judge, setting, notes."""
-    parts = [f"# Evaluation report: {run.name}\n", _headline([run]), "\n## Metrics per bucket\n"]
+    """report.md of one run: warnings, headline row, per-bucket metrics, pass@k, judge, setting, notes."""
+    parts = [f"# Evaluation report: {run.name}\n", warnings_markdown([run]), _headline([run])]
+    parts.append("\n## Metrics per bucket\n")
     parts.append(run_metric_rows(run).markdown())
     parts.append(
         "\nASR: share of episodes that fully succeed; CAR: mean rule score; axes: share of checked "
@@ -65,13 +79,7 @@ def run_markdown(run: RunView) -> str:
 
 
 def comparison_markdown(runs: Sequence[RunView], title: str = "Comparison of eval runs") -> str:
-    parts = [f"# {title}\n\n", comparison_rows(runs).markdown()]
-    settings = {run.scoring_setting() for run in runs}
-    if len(settings) > 1:
-        parts.append(
-            "\n**Not directly comparable:** the runs were scored under different settings "
-            f"({'; '.join(sorted(settings))}).\n"
-        )
+    parts = [f"# {title}\n", warnings_markdown(runs), "\n", comparison_rows(runs).markdown()]
     parts.append("\nASR with its 95% bootstrap interval; per-bucket columns are ASR per bucket.\n")
     return "".join(parts)
 
@@ -89,11 +97,12 @@ def html_table(rows: Rows) -> str:
 
 
 def _figures(runs: Sequence[RunView]) -> str:
+    colours = plots.run_colours(runs)  # once: a run has one colour in every figure
     figures = [
-        ("Per-bucket success", plots.bucket_bars(runs)),
-        ("Per-axis breakdown", plots.axis_breakdown(runs)),
+        ("Per-bucket success", plots.bucket_bars(runs, colours)),
+        ("Per-axis breakdown", plots.axis_breakdown(runs, colours)),
     ]
-    curve = plots.pass_at_k_curve(runs)
+    curve = plots.pass_at_k_curve(runs, colours)
     if curve is not None:
         figures.append(("pass@k", curve))
     inner = "".join(
@@ -108,6 +117,7 @@ def report_html(runs: Sequence[RunView], title: str) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
+        warnings_html(runs),
         html_table(comparison_rows(runs)),
         _figures(runs),
     ]

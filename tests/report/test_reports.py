@@ -132,7 +132,7 @@ def test_runs_scored_differently_are_flagged(two_runs, small_catalog_dir, proble
     strict = tmp_path / "strict"
     _eval(small_catalog_dir, problems_file, "reference:pipeline", strict, "--mode", "strict", "--limit", "3")
     views = [load_run(pipeline), load_run(strict)]
-    assert "Not directly comparable" in comparison_markdown(views)
+    assert "not directly comparable" in comparison_markdown(views)
     result = cli.invoke(app, ["report", str(pipeline), str(strict)], env={"COLUMNS": "220"})
     assert result.exit_code == 0 and "not directly" in result.output
 
@@ -175,3 +175,85 @@ def test_html_escapes_run_names(two_runs, tmp_path):
     assert "<script>x" not in (run / "report.html").read_text()
     md_row = comparison_rows([load_run(run)]).markdown().splitlines()[2]
     assert re.search(r"\\\| pipe", md_row)
+
+
+# -- what a reader sees: the report pages in a real browser ----------------------------------------------------
+from tests.browser import chromium, figures, legend_entries, overlap, screenshot, shots, svg_layout  # noqa: E402, F401
+
+MIN_LEGEND_PX = 11.0
+"""Legend text at least this many CSS pixels high as drawn (the page's body text is 16)."""
+
+
+@pytest.fixture(scope="module")
+def strict_run(small_catalog_dir, problems_file, tmp_path_factory):
+    """The pipeline agent scored in strict mode: not directly comparable with the others."""
+    out = tmp_path_factory.mktemp("strict") / "strict"
+    _eval(small_catalog_dir, problems_file, "reference:pipeline", out, "--mode", "strict", "--limit", "3")
+    return out
+
+
+def assert_readable_figures(layout: list[dict], what: str) -> None:
+    """Every legend outside every plot area of its figure, and its text legible."""
+    assert layout, f"{what}: no figure"
+    for number, figure in enumerate(layout, 1):
+        for legend in figure["legends"]:
+            labels = [t["text"] for t in legend["texts"]]
+            for area in figure["areas"]:
+                assert overlap(legend["box"], area) == 0, f"{what}, figure {number}: legend {labels} on the plot"
+            for text in legend["texts"]:
+                assert text["px"] >= MIN_LEGEND_PX, f"{what}, figure {number}: legend {text} too small"
+
+
+def assert_one_colour_per_name(page: str, names: list[str]) -> dict[str, str]:
+    """Each name has one colour in every figure's legend, and different names different colours."""
+    seen: dict[str, set[str | None]] = {}
+    for svg in figures(page):
+        for label, colour in legend_entries(svg):
+            seen.setdefault(label, set()).add(colour)
+    for name in names:
+        assert len(seen.get(name, ())) == 1, f"{name}: colours {seen.get(name)} across the figures"
+    colours = {name: next(iter(seen[name])) for name in names}
+    assert len(set(colours.values())) == len(names), colours
+    return colours
+
+
+def test_the_comparison_report_reads_well_in_chromium(two_runs, strict_run, chromium, shots, tmp_path):
+    pipeline, agentic, _, _ = two_runs
+    html = tmp_path / "compare.html"
+    md = tmp_path / "compare.md"
+    result = cli.invoke(
+        app, ["report", str(pipeline), str(agentic), str(strict_run), "--html", str(html), "--out", str(md)],
+        env={"COLUMNS": "220"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    screenshot(chromium, html.as_uri(), tmp_path / "profile", shots / "eval-report.png", height=2400)
+    layout = svg_layout(chromium, html, tmp_path / "profile")
+    assert len(layout) == 3  # per-bucket bars, per-axis bars, pass@k curve
+    assert_readable_figures(layout, "eval report")
+    names = [load_run(run).name for run in (pipeline, agentic, strict_run)]
+    page = html.read_text()
+    assert_one_colour_per_name(page, names)
+    # Table 1 shows the intervals its note promises
+    assert re.search(r"<td class=\"num\">\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]</td>", page)
+
+
+def test_every_warning_of_the_terminal_report_is_in_the_html_and_markdown(
+    two_runs, strict_run, tmp_path, monkeypatch
+):
+    from shoparena.cli import common
+
+    monkeypatch.setattr(common.err_console, "width", 400)  # one warning, one line
+    pipeline, _, _, _ = two_runs
+    html, md = tmp_path / "t.html", tmp_path / "t.md"
+    result = cli.invoke(
+        app, ["report", str(pipeline), str(strict_run), "--html", str(html), "--out", str(md)],
+        env={"COLUMNS": "400"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    warnings = [line.split(":", 1)[1].strip() for line in result.output.splitlines() if line.startswith("warning:")]
+    assert warnings and any("not directly comparable" in w for w in warnings)
+    page = re.sub(r"\s+", " ", html.read_text())
+    markdown = re.sub(r"\s+", " ", md.read_text())
+    for warning in warnings:
+        assert warning in page and warning in markdown
+    assert 'class="warning"' in page  # shown as a warning, not buried in the notes
