@@ -97,7 +97,9 @@ def dom(chromium: str, url: str, profile: Path, *extra: str) -> str:
     return done.stdout.decode()
 
 
-def screenshot(chromium: str, url: str, profile: Path, out: Path, width: int = 1280, height: int = 1600) -> bytes:
+def screenshot(
+    chromium: str, url: str, profile: Path, out: Path, width: int = 1280, height: int = 1600
+) -> bytes:
     """A PNG of the page at `width`×`height` CSS pixels, written to `out` and returned."""
     out.parent.mkdir(parents=True, exist_ok=True)
     done = browse(chromium, url, profile, f"--screenshot={out}", f"--window-size={width},{height}")
@@ -158,12 +160,16 @@ def svg_layout(chromium: str, page: Path, profile: Path, width: int = 1280) -> l
     `width` CSS pixels: `{figure, areas: [box], legends: [{box, texts: [{text, px}]}]}`, boxes as
     {left, top, right, bottom}."""
     probe = page.with_name(page.stem + ".probe.html")
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    probe.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8"
+    )
     serialised = dom(chromium, probe.as_uri(), profile, f"--window-size={width},1200")
     probe.unlink()
     start = serialised.index('<pre id="svg-layout">') + len('<pre id="svg-layout">')
     text = serialised[start : serialised.index("</pre>", start)]
-    return json.loads(text.replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+    return json.loads(
+        text.replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    )
 
 
 def overlap(a: dict, b: dict) -> float:
@@ -222,3 +228,45 @@ def legend_entries(svg: str) -> list[tuple[str, str | None]]:
                 if colour is not None:
                     handle = child
     return entries
+
+
+MIN_LEGEND_PX = 11.0
+"""Legend text at least this many CSS pixels high as drawn (the page's body text is 16)."""
+
+
+def assert_readable_figures(layout: list[dict], what: str) -> None:
+    """Every legend outside every plot area of its figure, and its text legible."""
+    assert layout, f"{what}: no figure"
+    for number, figure in enumerate(layout, 1):
+        for legend in figure["legends"]:
+            labels = [t["text"] for t in legend["texts"]]
+            for area in figure["areas"]:
+                assert overlap(legend["box"], area) == 0, (
+                    f"{what}, figure {number}: legend {labels} on the plot"
+                )
+            for text in legend["texts"]:
+                assert text["px"] >= MIN_LEGEND_PX, f"{what}, figure {number}: legend {text} too small"
+
+
+def assert_one_colour_per_name(page: str, names: list[str]) -> dict[str, str]:
+    """Each name has one colour in every figure's legend, and different names different colours."""
+    seen: dict[str, set[str | None]] = {}
+    for svg in figures(page):
+        for label, colour in legend_entries(svg):
+            seen.setdefault(label, set()).add(colour)
+    for name in names:
+        assert len(seen.get(name, ())) == 1, f"{name}: colours {seen.get(name)} across the figures"
+    colours = {name: next(iter(seen[name])) for name in names}
+    assert len(set(colours.values())) == len(names), colours
+    return colours
+
+
+def bar_fills(svg: str, axes: int = 1) -> list[str | None]:
+    """The fill colour of each bar (patch) of one axes of a matplotlib SVG figure, in drawing order (the
+    axes' background patch left out)."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(svg)
+    group = next(g for g in root.iter(f"{SVG_NS}g") if g.get("id") == f"axes_{axes}")
+    patches = [child for child in group if child.get("id", "").startswith("patch_")][1:]
+    return [_colour(patch) for patch in patches]

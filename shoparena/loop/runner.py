@@ -108,7 +108,8 @@ def play_season(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, A
     from shoparena.season.driver import Season
 
     def day(progress) -> None:
-        winner = f", winner {progress.winner[:10]}…" if progress.winner else ""
+        crowned = progress.winner_name or (progress.winner and progress.winner[:10] + "…")
+        winner = f", winner {crowned}" if crowned else ""
         say(
             f"    day {progress.day}/{config.season.days}: {progress.submitted} submitted "
             f"({progress.admitted} admitted, {progress.rejected} rejected), {progress.episodes} episodes, "

@@ -19,15 +19,18 @@ from shoparena.report.runs import AXIS_METRICS, Interval, RunView, shared_bucket
 COLOURS = (
     "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
     "#937860", "#da8bc3", "#ccb974", "#64b5cd", "#2f4b7c",
+    "#17becf", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5",
+    "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#aec7e8",
 )  # fmt: skip
-"""Agent colours, in the order names are met (grey is kept for the burn and other non-agents)."""
+"""Agent colours, in the order names are met: twenty distinct ones (a loop report names 8 miners, the
+distilled agent, the base and its stages); grey is kept for the burn and other non-agents."""
 GREY = "#8c8c8c"
 FONT_SIZE = 10
 """Points; drawn at 100% the figures' text is ~13 CSS px."""
 
 
 def colours_for(names) -> dict[str, str]:
-    """name → colour, one per distinct name in the order given (the palette wraps after ten): computed
+    """name → colour, one per distinct name in the order given (the palette wraps after twenty): computed
     once per report and passed to every plot, so an agent keeps its colour from figure to figure."""
     mapping: dict[str, str] = {}
     for name in names:
@@ -99,9 +102,7 @@ def label(text: str) -> str:
     return "\u200b" + text if text.startswith("_") else text
 
 
-def _grouped_bars(
-    ax, groups: list[str], runs: Sequence[RunView], value_of, colours: dict[str, str]
-) -> None:
+def _grouped_bars(ax, groups: list[str], runs: Sequence[RunView], value_of, colours: dict[str, str]) -> None:
     width = 0.8 / max(len(runs), 1)
     for position, run in enumerate(runs):
         values = [value_of(run, group) for group in groups]

@@ -178,10 +178,7 @@ def test_html_escapes_run_names(two_runs, tmp_path):
 
 
 # -- what a reader sees: the report pages in a real browser ----------------------------------------------------
-from tests.browser import chromium, figures, legend_entries, overlap, screenshot, shots, svg_layout  # noqa: E402, F401
-
-MIN_LEGEND_PX = 11.0
-"""Legend text at least this many CSS pixels high as drawn (the page's body text is 16)."""
+from tests.browser import assert_one_colour_per_name, assert_readable_figures, screenshot, svg_layout  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -190,31 +187,6 @@ def strict_run(small_catalog_dir, problems_file, tmp_path_factory):
     out = tmp_path_factory.mktemp("strict") / "strict"
     _eval(small_catalog_dir, problems_file, "reference:pipeline", out, "--mode", "strict", "--limit", "3")
     return out
-
-
-def assert_readable_figures(layout: list[dict], what: str) -> None:
-    """Every legend outside every plot area of its figure, and its text legible."""
-    assert layout, f"{what}: no figure"
-    for number, figure in enumerate(layout, 1):
-        for legend in figure["legends"]:
-            labels = [t["text"] for t in legend["texts"]]
-            for area in figure["areas"]:
-                assert overlap(legend["box"], area) == 0, f"{what}, figure {number}: legend {labels} on the plot"
-            for text in legend["texts"]:
-                assert text["px"] >= MIN_LEGEND_PX, f"{what}, figure {number}: legend {text} too small"
-
-
-def assert_one_colour_per_name(page: str, names: list[str]) -> dict[str, str]:
-    """Each name has one colour in every figure's legend, and different names different colours."""
-    seen: dict[str, set[str | None]] = {}
-    for svg in figures(page):
-        for label, colour in legend_entries(svg):
-            seen.setdefault(label, set()).add(colour)
-    for name in names:
-        assert len(seen.get(name, ())) == 1, f"{name}: colours {seen.get(name)} across the figures"
-    colours = {name: next(iter(seen[name])) for name in names}
-    assert len(set(colours.values())) == len(names), colours
-    return colours
 
 
 def test_the_comparison_report_reads_well_in_chromium(two_runs, strict_run, chromium, shots, tmp_path):
@@ -250,7 +222,9 @@ def test_every_warning_of_the_terminal_report_is_in_the_html_and_markdown(
         env={"COLUMNS": "400"},
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    warnings = [line.split(":", 1)[1].strip() for line in result.output.splitlines() if line.startswith("warning:")]
+    warnings = [
+        line.split(":", 1)[1].strip() for line in result.output.splitlines() if line.startswith("warning:")
+    ]
     assert warnings and any("not directly comparable" in w for w in warnings)
     page = re.sub(r"\s+", " ", html.read_text())
     markdown = re.sub(r"\s+", " ", md.read_text())

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from tests.arena.api.public_fixtures import T0, XSS_HOTKEY, XSS_NAME, MemoryCompetition, build_season
-from tests.browser import Elements, chromium, dom, screenshot, shots  # noqa: F401
+from tests.browser import Elements, dom, screenshot
 
 
 def no_injected_markup(serialised: str) -> Elements:
@@ -47,7 +47,11 @@ def test_the_leaderboard_and_an_agent_page_in_chromium(chromium, shots, site, tm
 
     screenshot(chromium, f"{server.url}/", tmp_path / "profile", shots / "arena-leaderboard.png")
     screenshot(
-        chromium, f"{server.url}/agents/{season.champion}", tmp_path / "profile", shots / "arena-agent.png", height=1400
+        chromium,
+        f"{server.url}/agents/{season.champion}",
+        tmp_path / "profile",
+        shots / "arena-agent.png",
+        height=1400,
     )
 
 
