@@ -328,7 +328,7 @@ def comparison_section(data: LoopData, colours: dict[str, str] | None = None) ->
         named = [a.run.model_copy(update={"metrics": {**a.run.metrics, "name": a.label}}) for a in agents]
         blocks.append(Table(comparison_rows(named)))
         blocks += [
-            Text(w[0].upper() + w[1:] + ".", warning=True) for w in report_warnings([a.run for a in agents])
+            Text(w[0].upper() + w[1:] + ".", warning=True) for w in report_warnings(named)
         ]
         rows = []
         for agent in agents:

@@ -207,6 +207,10 @@ def test_the_comparison_report_reads_well_in_chromium(two_runs, strict_run, chro
     assert_one_colour_per_name(page, names)
     # Table 1 shows the intervals its note promises
     assert re.search(r"<td class=\"num\">\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]</td>", page)
+    # one run's own report.html (what `eval` writes) reads as well
+    single = agentic / "report.html"
+    screenshot(chromium, single.as_uri(), tmp_path / "profile", shots / "eval-run-report.png", height=2200)
+    assert_readable_figures(svg_layout(chromium, single, tmp_path / "profile"), "run report")
 
 
 def test_every_warning_of_the_terminal_report_is_in_the_html_and_markdown(
