@@ -168,5 +168,6 @@ def pass_at_k_curve(runs: Sequence[RunView], colours: dict[str, str] | None = No
     ax.set_ylim(0, 1.05)
     ax.set_title("pass@k (unbiased estimator, 95% CI band)")
     ax.xaxis.get_major_locator().set_params(integer=True)
-    legend_outside(ax)
+    if len(runs) > 1:  # one run: the page's title names it, as in the other figures
+        legend_outside(ax)
     return svg(figure)
