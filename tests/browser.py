@@ -234,9 +234,12 @@ MIN_LEGEND_PX = 11.0
 """Legend text at least this many CSS pixels high as drawn (the page's body text is 16)."""
 
 
-def assert_readable_figures(layout: list[dict], what: str) -> None:
-    """Every legend outside every plot area of its figure, and its text legible."""
+def assert_readable_figures(layout: list[dict], what: str, legends: bool = True) -> None:
+    """Every legend outside every plot area of its figure, and its text legible (`legends`: the page
+    has some, so the probe must have found them)."""
     assert layout, f"{what}: no figure"
+    found = any(figure["legends"] and figure["areas"] for figure in layout)
+    assert found or not legends, f"{what}: no legend found to check"
     for number, figure in enumerate(layout, 1):
         for legend in figure["legends"]:
             labels = [t["text"] for t in legend["texts"]]

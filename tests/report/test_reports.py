@@ -210,7 +210,9 @@ def test_the_comparison_report_reads_well_in_chromium(two_runs, strict_run, chro
     # one run's own report.html (what `eval` writes) reads as well
     single = agentic / "report.html"
     screenshot(chromium, single.as_uri(), tmp_path / "profile", shots / "eval-run-report.png", height=2200)
-    assert_readable_figures(svg_layout(chromium, single, tmp_path / "profile"), "run report")
+    single_layout = svg_layout(chromium, single, tmp_path / "profile")
+    assert_readable_figures(single_layout, "run report", legends=False)
+    assert not any(figure["legends"] for figure in single_layout)  # one run: its title names it
 
 
 def test_every_warning_of_the_terminal_report_is_in_the_html_and_markdown(
