@@ -327,9 +327,7 @@ def comparison_section(data: LoopData, colours: dict[str, str] | None = None) ->
         # each row under the agent's name in this report (the figures' and the table below's), not its run's
         named = [a.run.model_copy(update={"metrics": {**a.run.metrics, "name": a.label}}) for a in agents]
         blocks.append(Table(comparison_rows(named)))
-        blocks += [
-            Text(w[0].upper() + w[1:] + ".", warning=True) for w in report_warnings(named)
-        ]
+        blocks += [Text(w[0].upper() + w[1:] + ".", warning=True) for w in report_warnings(named)]
         rows = []
         for agent in agents:
             first, k, at_k = plots.pass_at_k_intervals(agent)
