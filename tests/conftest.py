@@ -20,6 +20,7 @@ from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
 from shoparena.sandbox import SandboxUnavailable, check_sandbox, run_sandboxed
+from tests.browser import chromium, shots  # noqa: F401 (fixtures: headless Chromium, where screenshots go)
 from tests.sandbox.conftest import SMALL
 
 # `make test` runs two xdist workers on two cores: torch's OpenMP pool, sized to every core in each

@@ -112,7 +112,7 @@ def simulate_command(**values: Any) -> None:
     arena_dir, json_out, days = command.arena_dir, command.json_out, settings.days
 
     def show(day: DayProgress) -> None:
-        crown = f"crown {day.winner[:10]}…" if day.winner else "no crown"
+        crown = f"crown {day.winner_name or day.winner[:10] + '…'}" if day.winner else "no crown"
         say_err(
             f"day {day.day}/{days} · {day.race_id} {day.state} · {submissions(day)} · jobs "
             f"{day.qualifying_jobs} qualifying + {day.race_jobs} race · {day.episodes} episodes · "

@@ -189,18 +189,16 @@ def register(app: typer.Typer) -> None:
         Example:
           shoparena report runs/agentic runs/pipeline --out table1.md --html table1.html
         """
-        from shoparena.report import ReportError, comparison_rows, load_run, write_comparison
+        from rich.markup import escape
+
+        from shoparena.report import ReportError, comparison_rows, load_run, report_warnings, write_comparison
 
         try:
             views = [load_run(path) for path in runs]
         except ReportError as exc:
             raise fail(str(exc)) from exc
         console.print(comparison_rows(views, ci=not no_ci).rich(title="Eval runs"))
-        settings = {view.scoring_setting() for view in views}
-        if len(settings) > 1:
-            err_console.print(
-                "[yellow]note:[/] runs were scored under different settings and are not directly "
-                f"comparable: {'; '.join(sorted(settings))}"
-            )
+        for warning in report_warnings(views):  # the Markdown and HTML show the same sentences
+            err_console.print(f"[yellow]warning:[/] {escape(warning)}")
         for path in write_comparison(views, out, html):
             console.print(f"wrote {path}")

@@ -22,6 +22,8 @@ from shoparena.loop.layout import DISTILLED_MINER, STAGE_DONE, LoopLayout
 from shoparena.loop.report_data import LoopData, LoopReportError, racer_name, read_loop, uid_names
 from shoparena.loop.resume import STAGE_STARTED
 from shoparena.report.documents import STYLE, html_table
+from shoparena.report.plots import colours_for
+from shoparena.report.runs import report_warnings
 from shoparena.report.tables import Rows, comparison_rows
 
 __all__ = [
@@ -47,6 +49,8 @@ class Text:
     text: str
     missing: bool = False
     """A sentence saying what did not run (shown as a call-out)."""
+    warning: bool = False
+    """A sentence the reader must not miss (shown as a warning)."""
 
 
 @dataclass
@@ -102,7 +106,21 @@ def _scores_by_racer(season) -> Rows | None:
 
 
 # -- sections --------------------------------------------------------------------------------------------------
-def season_section(data: LoopData) -> Section:
+def agent_colours(data: LoopData) -> dict[str, str]:
+    """One colour per agent for the whole report, computed once: the season's miners (by uid), the final
+    race's racers (the distilled agent), then the held-out comparison's base and stages."""
+    names: list[str] = []
+    for season in (data.season, data.final):
+        if season is not None:
+            miners = [p for p in season.participants if p.get("role") == "miner"]
+            miners.sort(key=lambda p: (p.get("uid") is None, p.get("uid") or 0))
+            names += [str(p.get("miner") or p.get("hotkey", "?")) for p in miners]
+            names += [s.miner for s in season.submissions]
+    names += [agent.label for agent in data.comparison.agents]
+    return colours_for(names)
+
+
+def season_section(data: LoopData, colours: dict[str, str] | None = None) -> Section:
     path = data.layout.season_file
     season = data.season
     if season is None:
@@ -148,14 +166,16 @@ def season_section(data: LoopData) -> Section:
     else:
         blocks.append(Text("No weights were set (no race completed).", missing=True))
     blocks += [
-        Figure("Consensus weights after each race", plots.weights_over_time(season)),
-        Figure("Race scores per race, promotions starred", plots.race_scores(season)),
+        Figure("Consensus weights after each race", plots.weights_over_time(season, colours or {})),
+        Figure("Race scores per race, promotions starred", plots.race_scores(season, colours or {})),
     ]
     if season.dishonest is not None:
         lie = season.dishonest
+        liar = next((p for p in season.participants if p.get("hotkey") == lie.validator_hotkey), {})
+        who = f"uid {liar['uid']}" if liar.get("uid") is not None else lie.validator_hotkey
         blocks.append(
             Text(
-                f"Dishonest validator {lie.validator_hotkey[:10]}… inflated {lie.lies} result(s) for "
+                f"The dishonest validator ({who}) inflated {lie.lies} result(s) for "
                 f"{lie.favourite_miner}; "
                 + (
                     "its favourite gained nothing (combined scores and weights equal the honest ones)."
@@ -299,32 +319,30 @@ def training_section(data: LoopData) -> Section:
     return Section("training", "3. Training", blocks)
 
 
-def comparison_section(data: LoopData) -> Section:
+def comparison_section(data: LoopData, colours: dict[str, str] | None = None) -> Section:
     comparison = data.comparison
     agents = comparison.agents
     blocks: list = []
     if agents:
-        blocks.append(Table(comparison_rows([agent.run for agent in agents])))
-        settings = sorted({agent.run.scoring_setting() for agent in agents})
-        if len(settings) > 1:
-            blocks.append(
-                Text(
-                    "Not directly comparable: the runs were scored under different settings "
-                    f"({'; '.join(settings)}).",
-                    missing=True,
-                )
-            )
+        # each row under the agent's name in this report (the figures' and the table below's), not its run's
+        named = [a.run.model_copy(update={"metrics": {**a.run.metrics, "name": a.label}}) for a in agents]
+        blocks.append(Table(comparison_rows(named)))
+        blocks += [Text(w[0].upper() + w[1:] + ".", warning=True) for w in report_warnings(named)]
         rows = []
         for agent in agents:
-            first, k, at_k = plots.pass_at_k_of(agent)
+            first, k, at_k = plots.pass_at_k_intervals(agent)
             samples = agent.run.counts.get("samples", 1)
             problems = agent.run.counts.get("problems", "–")
             rows.append(
-                [agent.label, agent.kind, str(problems), str(samples), _num(first), _num(at_k), str(k)]
+                [agent.label, agent.kind, str(problems), str(samples), first.text(), at_k.text(), str(k)]
             )
-        header = ["agent", "kind", "problems", "samples", "pass@1", "pass@k", "k"]
+        header = ["agent", "kind", "problems", "samples", "pass@1 [95% CI]", "pass@k [95% CI]", "k"]
         blocks.append(Table(Rows(header, rows, ["left", "left", *(["right"] * 5)])))
-        blocks.append(Figure("pass@1 and pass@k per agent on the held-out split", plots.table1_bars(agents)))
+        blocks.append(
+            Figure(
+                "pass@1 and pass@k per agent on the held-out split", plots.table1_bars(agents, colours or {})
+            )
+        )
     else:
         blocks.append(Text("Nothing was evaluated on the held-out split.", missing=True))
     if comparison.missing:
@@ -336,7 +354,9 @@ def comparison_section(data: LoopData) -> Section:
             "and the season's admitted miner files — runs on the corpus' held-out (eval) problems, which no "
             "stage trained on. pass@1 is the mean per-sample success on those problems; pass@k is the "
             "unbiased estimator of the chance that at least one of k samples per problem succeeds "
-            "(1 − C(n−c, k)/C(n, k), averaged over problems). ASR brackets are 95% bootstrap intervals."
+            "(1 − C(n−c, k)/C(n, k), averaged over problems). Brackets are 95% percentile bootstrap "
+            "intervals (ASR: over episodes; pass@1 and pass@k: over problems); a bracket is left out where "
+            "the run drew no bootstrap."
         )
     )
     parameters = data.training.random_base_parameters
@@ -356,7 +376,7 @@ def comparison_section(data: LoopData) -> Section:
     return Section("comparison", "4. Held-out comparison (Table 1 shape)", blocks)
 
 
-def final_section(data: LoopData) -> Section:
+def final_section(data: LoopData, colours: dict[str, str] | None = None) -> Section:
     final, placement = data.final, data.placement
     path = data.layout.final_season_file
     if final is None or placement is None:
@@ -395,7 +415,8 @@ def final_section(data: LoopData) -> Section:
         )
         blocks.append(
             Figure(
-                "Final race standings (distilled agent highlighted)", plots.final_standings(final, distilled)
+                "Final race standings (distilled agent outlined)",
+                plots.final_standings(final, distilled, colours or {}),
             )
         )
     blocks.append(
@@ -446,22 +467,33 @@ def summary(data: LoopData) -> list[str]:
         if data.placement
         else "Distilled agent: the final race did not run"
     )
+    parameters = data.training.random_base_parameters
+    if parameters is not None:
+        items.append(
+            f"Model: a random-weight Qwen3 of {parameters:,} parameters made on the spot and trained for a "
+            "few steps per stage. It cannot shop: expect it to solve nothing and to place last. This report "
+            "shows that every stage runs and hands its checkpoint on, not that training teaches a model "
+            "(that is `shoparena train proof`)."
+        )
     return items
 
 
 def sections(data: LoopData) -> list[Section]:
+    colours = agent_colours(data)  # once: an agent has one colour in every figure
     return [
-        season_section(data),
+        season_section(data, colours),
         funnel_section(data),
         training_section(data),
-        comparison_section(data),
-        final_section(data),
+        comparison_section(data, colours),
+        final_section(data, colours),
     ]
 
 
 # -- rendering -------------------------------------------------------------------------------------------------
 def _markdown_block(block) -> str:
     if isinstance(block, Text):
+        if block.warning:
+            return f"> **Warning:** {block.text}\n"
         return f"_{block.text}_\n" if block.missing else f"{block.text}\n"
     if isinstance(block, Table):
         return block.rows.markdown()
@@ -501,6 +533,8 @@ def loop_report_markdown(report: Report) -> str:
 
 def _html_block(block) -> str:
     if isinstance(block, Text):
+        if block.warning:
+            return f'<p class="warning"><strong>Warning:</strong> {html.escape(block.text)}</p>'
         return f"<p{' class=missing' if block.missing else ''}>{html.escape(block.text)}</p>"
     if isinstance(block, Table):
         head, body = html_table(block.rows).split("<tbody>", 1)

@@ -108,7 +108,8 @@ def play_season(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, A
     from shoparena.season.driver import Season
 
     def day(progress) -> None:
-        winner = f", winner {progress.winner[:10]}…" if progress.winner else ""
+        crowned = progress.winner_name or (progress.winner and progress.winner[:10] + "…")
+        winner = f", winner {crowned}" if crowned else ""
         say(
             f"    day {progress.day}/{config.season.days}: {progress.submitted} submitted "
             f"({progress.admitted} admitted, {progress.rejected} rejected), {progress.episodes} episodes, "
@@ -266,7 +267,7 @@ def evaluate_season_agents(config: LoopConfig, layout: LoopLayout, say: Say) -> 
     from shoparena.eval.runner import run_eval
     from shoparena.season.driver import resolve_sandbox
     from shoparena.season.roster import miner_source
-    from shoparena.train.pipeline import EvalSettings, held_out_problems
+    from shoparena.train.pipeline import HELD_OUT_BOOTSTRAP, EvalSettings, held_out_problems
     from shoparena.train.rollouts import Sampling, eval_config
 
     pipeline = pipeline_config(config, layout)
@@ -289,7 +290,14 @@ def evaluate_season_agents(config: LoopConfig, layout: LoopLayout, say: Say) -> 
             f"file:{path}", layout.catalog, problems, layout.season_agents_dir / miner, sampling
         )
         say(f"    {miner}: {len(problems)} held-out problems × {settings.samples}")
-        run_eval(run.replace(name=f"season {miner}", step_cap=settings.step_cap, sandbox=sandbox))
+        run_eval(
+            run.replace(
+                name=f"season {miner}",
+                step_cap=settings.step_cap,
+                sandbox=sandbox,
+                bootstrap=HELD_OUT_BOOTSTRAP,
+            )
+        )
         evaluated.append(miner)
     return {"agents": evaluated}
 

@@ -4,6 +4,7 @@ pass@k curves and confidence intervals, as a terminal table, Markdown and a self
 Public API:
 - `load_run(dir) -> RunView` (reads metrics.json and run.json of a finished run)
 - `write_run_reports(dir)` → report.md, report.html in the run directory
+- `report_warnings(runs)`: the sentences the terminal, Markdown and HTML reports all warn with
 - `comparison_rows(runs)` (Table 1 rows: `.markdown()`, `.rich()`), `comparison_markdown(runs)`,
   `report_html(runs, title)`, `write_comparison(runs, markdown_path, html_path)`
 """
@@ -15,7 +16,7 @@ from shoparena.report.documents import (
     write_comparison,
     write_run_reports,
 )
-from shoparena.report.runs import ReportError, RunView, load_run
+from shoparena.report.runs import ReportError, RunView, load_run, report_warnings
 from shoparena.report.tables import comparison_rows
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "comparison_rows",
     "load_run",
     "report_html",
+    "report_warnings",
     "run_markdown",
     "write_comparison",
     "write_run_reports",

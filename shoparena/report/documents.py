@@ -13,7 +13,7 @@ from pathlib import Path
 
 from shoparena.report import plots
 from shoparena.report.episodes import EPISODE_STYLE, episodes_html, load_episodes
-from shoparena.report.runs import REPORT_HTML, REPORT_MD, ReportError, RunView, load_run
+from shoparena.report.runs import REPORT_HTML, REPORT_MD, ReportError, RunView, load_run, report_warnings
 from shoparena.report.tables import (
     Rows,
     comparison_rows,
@@ -30,6 +30,8 @@ th,td{border:1px solid #ddd;padding:.3em .6em;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .figures{display:flex;flex-wrap:wrap;gap:1.5em}.figures figure{margin:0}
 .note{color:#555;font-size:.9em}
+.warning{color:#7a2e00;background:#fff1e0;padding:.5em .8em;border-left:4px solid #d9822b;margin:.6em 0}
+figure svg{max-width:100%;height:auto}
 """
 
 
@@ -37,9 +39,21 @@ def _headline(runs: Sequence[RunView]) -> str:
     return comparison_rows(runs).markdown()
 
 
+def warnings_markdown(runs: Sequence[RunView]) -> str:
+    return "".join(f"\n> **Warning:** {warning}\n" for warning in report_warnings(list(runs)))
+
+
+def warnings_html(runs: Sequence[RunView]) -> str:
+    return "".join(
+        f'<p class="warning"><strong>Warning:</strong> {html.escape(warning)}</p>'
+        for warning in report_warnings(list(runs))
+    )
+
+
 def run_markdown(run: RunView) -> str:
-    """report.md of one run: headline row, per-bucket metrics, pass@k, judge, setting, notes."""
-    parts = [f"# Evaluation report: {run.name}\n", _headline([run]), "\n## Metrics per bucket\n"]
+    """report.md of one run: warnings, headline row, per-bucket metrics, pass@k, judge, setting, notes."""
+    parts = [f"# Evaluation report: {run.name}\n", warnings_markdown([run]), _headline([run])]
+    parts.append("\n## Metrics per bucket\n")
     parts.append(run_metric_rows(run).markdown())
     parts.append(
         "\nASR: share of episodes that fully succeed; CAR: mean rule score; axes: share of checked "
@@ -67,13 +81,7 @@ def run_markdown(run: RunView) -> str:
 
 
 def comparison_markdown(runs: Sequence[RunView], title: str = "Comparison of eval runs") -> str:
-    parts = [f"# {title}\n\n", comparison_rows(runs).markdown()]
-    settings = {run.scoring_setting() for run in runs}
-    if len(settings) > 1:
-        parts.append(
-            "\n**Not directly comparable:** the runs were scored under different settings "
-            f"({'; '.join(sorted(settings))}).\n"
-        )
+    parts = [f"# {title}\n", warnings_markdown(runs), "\n", comparison_rows(runs).markdown()]
     parts.append("\nASR with its 95% bootstrap interval; per-bucket columns are ASR per bucket.\n")
     return "".join(parts)
 
@@ -91,11 +99,12 @@ def html_table(rows: Rows) -> str:
 
 
 def _figures(runs: Sequence[RunView]) -> str:
+    colours = plots.run_colours(runs)  # once: a run has one colour in every figure
     figures = [
-        ("Per-bucket success", plots.bucket_bars(runs)),
-        ("Per-axis breakdown", plots.axis_breakdown(runs)),
+        ("Per-bucket success", plots.bucket_bars(runs, colours)),
+        ("Per-axis breakdown", plots.axis_breakdown(runs, colours)),
     ]
-    curve = plots.pass_at_k_curve(runs)
+    curve = plots.pass_at_k_curve(runs, colours)
     if curve is not None:
         figures.append(("pass@k", curve))
     inner = "".join(
@@ -112,6 +121,7 @@ def report_html(runs: Sequence[RunView], title: str, sections: Sequence[str] = (
         f"<title>{html.escape(title)}</title><style>{STYLE}{EPISODE_STYLE if sections else ''}</style>"
         "</head><body>",
         f"<h1>{html.escape(title)}</h1>",
+        warnings_html(runs),
         html_table(comparison_rows(runs)),
         _figures(runs),
     ]

@@ -129,6 +129,26 @@ class RunView(BaseModel):
         return notes
 
 
+def report_warnings(runs: list[RunView]) -> list[str]:
+    """What a reader must not miss, one sentence each: the terminal report prints them as warnings and
+    the Markdown and HTML reports show the same sentences at the top."""
+    warnings = []
+    settings = sorted({run.scoring_setting() for run in runs})
+    if len(settings) > 1:
+        warnings.append(
+            "the runs were scored under different settings and are not directly comparable: "
+            + "; ".join(settings)
+        )
+    for run in runs:
+        retryable = run.counts.get("retryable_errors", 0)
+        if retryable:
+            warnings.append(
+                f"{run.name}: {retryable} episode(s) failed with a model-endpoint error or a timeout and "
+                "count as failures (re-run `shoparena eval` with --retry-errors)"
+            )
+    return warnings
+
+
 def load_run(path: Path | str) -> RunView:
     path = Path(path)
     if not path.is_dir():

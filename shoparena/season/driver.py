@@ -298,6 +298,14 @@ class Season:
             race_jobs=racing[0],
             episodes=qualifying[1] + racing[1],
             winner=closed.winner if closed else None,
+            winner_name=next(
+                (
+                    s.miner
+                    for s in self.submissions
+                    if closed and s.submission_id == closed.winner_submission_id
+                ),
+                None,
+            ),
             promoted=closed.promoted if closed else False,
             wall_s=round(time.perf_counter() - started_day, 3),
         )

@@ -110,6 +110,8 @@ class DayProgress(BaseModel):
     race_jobs: int
     episodes: int
     winner: str | None
+    winner_name: str | None = None
+    """The crowned submission's miner name (what the progress lines print rather than the hotkey)."""
     promoted: bool
     wall_s: float
 

@@ -8,6 +8,7 @@ aside and run again, with the stages before it kept."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from shoparena.cli import app
 from shoparena.loop.config import TINY_PIPELINE, CorpusPart, LoopConfig, ServePart, TrainPart
 from shoparena.loop.layout import DISTILLED_MINER, DISTILLED_MODEL, STAGE_DONE, LoopLayout
 from shoparena.loop.runner import STAGE_NAMES, run_loop
+from shoparena.report import load_run
 from shoparena.season.seasonfile import read_season
 from shoparena.season.setup import SeasonSettings
 from shoparena.store import open_store
@@ -127,6 +129,12 @@ def test_the_report_shows_each_part_of_the_loop(looped):
     assert "<svg" in html and "<script" not in html.lower()
     assert (layout.train_dir / "eval" / "sft").is_dir()
     assert any((layout.season_agents_dir).iterdir())
+    # the held-out evaluations draw the 95% intervals Table 1 shows (the training rollouts need none)
+    held_out = [layout.train_dir / "eval" / "sft"]
+    held_out += [p for p in layout.season_agents_dir.iterdir() if (p / "metrics.json").is_file()]
+    for run in map(load_run, held_out):
+        assert run.overall("asr").low is not None and run.overall("asr").high is not None, run.path
+    assert re.search(r"\| sft \| \d+ \| \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\] \|", md)
 
 
 def test_an_unchanged_rerun_redoes_nothing_and_an_unfinished_stage_runs_again(looped):

@@ -156,7 +156,7 @@ def runs(small_catalog, small_catalog_dir, tmp_path_factory):
     agentic, corpus = reference_corpus(root, small_catalog_dir, problems, parquet=False, eval_size=1)
     pipeline = root / "run_pipeline"
     run_eval(EvalConfig(catalog=small_catalog_dir, problems=problems, agent="reference:pipeline", out=pipeline,
-                        executor="inline", similarity="lexical", samples=2, bootstrap=0))  # fmt: skip
+                        executor="inline", similarity="lexical", samples=2, bootstrap=200))  # fmt: skip
     return {"agentic": agentic, "pipeline": pipeline, "corpus": corpus}
 
 
@@ -219,15 +219,16 @@ def test_every_section_holds_the_right_numbers(runs, tmp_path):
     assert "| rs | not run |" in md and "Stage rs did not start." in md
     # Table 1: base, the stages, the season agents; pass@1 and pass@k
     base, agentic = load_run(layout.train_dir / "eval" / "base"), load_run(runs["agentic"])
-    passes = dict((k, v.value) for k, v in base.pass_at_k())
-    assert f"| base | base | {base.counts['problems']} | 2 | {passes[1]:.3f} | {passes[2]:.3f} | 2 |" in md
+    passes = dict(base.pass_at_k())
     assert (
-        f"| sft | stage | {agentic.counts['problems']} | 1 | {agentic.overall('asr').value:.3f} | – | 1 |"
-        in md
+        f"| base | base | {base.counts['problems']} | 2 | {passes[1].text()} | {passes[2].text()} | 2 |" in md
+    )
+    assert (
+        f"| sft | stage | {agentic.counts['problems']} | 1 | {agentic.overall('asr').text()} | – | 1 |" in md
     )
     assert "| 01-agentic | season agent |" in md
     assert "- 03-unfinished: its evaluation did not finish (no metrics.json)" in md and "- files:" not in md
-    assert "| Variant | n | ASR |" in md
+    assert "| Variant | n | ASR |" in md and "\n| base | 8 | " in md and "\n| 01-agentic | 4 | " in md
     # the final race: the distilled agent third of four
     assert "The distilled agent (distilled) placed 3 of 4 (race score 0.450)." in md
     assert "| 3 | distilled ★ | 4 | 0.450 |" in md
@@ -329,3 +330,46 @@ def test_a_malformed_file_is_named_in_the_error(runs, tmp_path):
     metrics.write_text('{"step": 1, "loss": 1.0}\n{oops\n')
     with pytest.raises(LoopReportError, match=re.escape(str(metrics)) + ": line 2 is not JSON"):
         write_loop_report(layout)
+
+
+def test_the_loop_report_reads_well_in_chromium(runs, chromium, shots, tmp_path):
+    """In a real browser: every legend beside its plot (not on it) and legible, one colour per agent in
+    every figure, Table 1 with the intervals its text promises, the tiny model said plainly."""
+    from tests.browser import (
+        assert_one_colour_per_name,
+        assert_readable_figures,
+        bar_fills,
+        figures,
+        screenshot,
+        svg_layout,
+    )
+
+    layout = _loop(tmp_path / "loop", runs)
+    base = layout.train_dir / "00-base"  # a random base the pipeline made: the report must say so
+    base.mkdir()
+    header = orjson.dumps({"w": {"dtype": "F32", "shape": [271, 1000], "data_offsets": [0, 4]}})
+    (base / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 4)
+    md_path, html_path = write_loop_report(layout)
+    screenshot(chromium, html_path.as_uri(), tmp_path / "profile", shots / "loop-report.png", height=5200)
+    assert_readable_figures(svg_layout(chromium, html_path, tmp_path / "profile"), "loop report")
+
+    page = html_path.read_text()
+    svgs = figures(page)
+    assert len(svgs) == 6
+    colours = assert_one_colour_per_name(page, ["01-agentic", "02-pipeline", HOSTILE])
+    standings = svgs[-1]  # the final race: 02-pipeline, 01-agentic, the distilled agent, the hostile one
+    fills = bar_fills(standings)
+    assert fills[:2] == [colours["02-pipeline"], colours["01-agentic"]] and fills[3] == colours[HOSTILE]
+    assert fills[2] not in colours.values()  # the distilled agent has a colour of its own
+    table1 = svgs[-2]  # base, sft, grpo, then the season agents 01-agentic and the hostile one
+    assert colours["01-agentic"] in bar_fills(table1)
+
+    md = md_path.read_text()
+    base_run = load_run(layout.train_dir / "eval" / "base")
+    passes = dict(base_run.pass_at_k())
+    assert (
+        f"| base | base | {base_run.counts['problems']} | 2 | {passes[1].text()} | {passes[2].text()} | 2 |"
+        in md
+    )
+    assert passes[1].low is not None  # the bracket is there to show
+    assert "- Model: a random-weight Qwen3 of 271,000 parameters" in md and "expect it to solve nothing" in md

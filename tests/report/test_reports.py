@@ -132,7 +132,7 @@ def test_runs_scored_differently_are_flagged(two_runs, small_catalog_dir, proble
     strict = tmp_path / "strict"
     _eval(small_catalog_dir, problems_file, "reference:pipeline", strict, "--mode", "strict", "--limit", "3")
     views = [load_run(pipeline), load_run(strict)]
-    assert "Not directly comparable" in comparison_markdown(views)
+    assert "not directly comparable" in comparison_markdown(views)
     result = cli.invoke(app, ["report", str(pipeline), str(strict)], env={"COLUMNS": "220"})
     assert result.exit_code == 0 and "not directly" in result.output
 
@@ -175,3 +175,65 @@ def test_html_escapes_run_names(two_runs, tmp_path):
     assert "<script>x" not in (run / "report.html").read_text()
     md_row = comparison_rows([load_run(run)]).markdown().splitlines()[2]
     assert re.search(r"\\\| pipe", md_row)
+
+
+# -- what a reader sees: the report pages in a real browser ----------------------------------------------------
+from tests.browser import assert_one_colour_per_name, assert_readable_figures, screenshot, svg_layout  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def strict_run(small_catalog_dir, problems_file, tmp_path_factory):
+    """The pipeline agent scored in strict mode: not directly comparable with the others."""
+    out = tmp_path_factory.mktemp("strict") / "strict"
+    _eval(small_catalog_dir, problems_file, "reference:pipeline", out, "--mode", "strict", "--limit", "3")
+    return out
+
+
+def test_the_comparison_report_reads_well_in_chromium(two_runs, strict_run, chromium, shots, tmp_path):
+    pipeline, agentic, _, _ = two_runs
+    html = tmp_path / "compare.html"
+    md = tmp_path / "compare.md"
+    result = cli.invoke(
+        app, ["report", str(pipeline), str(agentic), str(strict_run), "--html", str(html), "--out", str(md)],
+        env={"COLUMNS": "220"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    screenshot(chromium, html.as_uri(), tmp_path / "profile", shots / "eval-report.png", height=2400)
+    layout = svg_layout(chromium, html, tmp_path / "profile")
+    assert len(layout) == 3  # per-bucket bars, per-axis bars, pass@k curve
+    assert_readable_figures(layout, "eval report")
+    names = [load_run(run).name for run in (pipeline, agentic, strict_run)]
+    page = html.read_text()
+    assert_one_colour_per_name(page, names)
+    # Table 1 shows the intervals its note promises
+    assert re.search(r"<td class=\"num\">\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]</td>", page)
+    # one run's own report.html (what `eval` writes) reads as well
+    single = agentic / "report.html"
+    screenshot(chromium, single.as_uri(), tmp_path / "profile", shots / "eval-run-report.png", height=2200)
+    single_layout = svg_layout(chromium, single, tmp_path / "profile")
+    assert_readable_figures(single_layout, "run report", legends=False)
+    assert not any(figure["legends"] for figure in single_layout)  # one run: its title names it
+
+
+def test_every_warning_of_the_terminal_report_is_in_the_html_and_markdown(
+    two_runs, strict_run, tmp_path, monkeypatch
+):
+    from shoparena.cli import common
+
+    monkeypatch.setattr(common.err_console, "width", 400)  # one warning, one line
+    pipeline, _, _, _ = two_runs
+    html, md = tmp_path / "t.html", tmp_path / "t.md"
+    result = cli.invoke(
+        app, ["report", str(pipeline), str(strict_run), "--html", str(html), "--out", str(md)],
+        env={"COLUMNS": "400"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    warnings = [
+        line.split(":", 1)[1].strip() for line in result.output.splitlines() if line.startswith("warning:")
+    ]
+    assert warnings and any("not directly comparable" in w for w in warnings)
+    page = re.sub(r"\s+", " ", html.read_text())
+    markdown = re.sub(r"\s+", " ", md.read_text())
+    for warning in warnings:
+        assert warning in page and warning in markdown
+    assert 'class="warning"' in page  # shown as a warning, not buried in the notes

@@ -54,6 +54,11 @@ def test_the_season_file_records_the_config_submissions_races_and_weights(played
     days = {line.split(" · ")[0]: line for line in output.splitlines() if line.startswith("day ")}
     assert " · 5 submitted (4 admitted, 1 rejected), 1 refused by the cooldown · " in days[f"day 1/{DAYS}"]
     assert " · 1 submitted (1 admitted, 0 rejected) · " in days[f"day 2/{DAYS}"]
+    crowned = next(
+        s.miner for s in season.submissions if s.submission_id == season.races[0].winner_submission_id
+    )
+    assert f" · crown {crowned}" in days[f"day 1/{DAYS}"]  # by its name, not a truncated hotkey
+    assert all(r.name for race in season.races for r in race.results)  # the season file names its racers
     # every roster miner submitted on day 1; the crashing miner resubmitted its fix on day 2
     first = [s for s in season.submissions if s.day == 1]
     assert [s.miner for s in first] == [spec.name for spec in ROSTER[:MINERS]]

@@ -83,6 +83,15 @@ class RaceResult(BaseModel):
     richness: float | None = Field(default=None, ge=0, le=1)
     submitted_at: datetime
     by_validator: list[ValidatorScore] = Field(default_factory=list)
+    name: str | None = None
+    """The submission's name as the ledger has it (filled when the race is read; None in records written
+    before, or when the ledger has no such submission)."""
+
+
+class AgentRaceResult(RaceResult):
+    """One of an agent's race results, with the race it was scored in."""
+
+    race_id: str
 
 
 class Race(BaseModel):
@@ -109,6 +118,10 @@ class Race(BaseModel):
     winner: str | None = None
     """Hotkey holding the crown after the race."""
     winner_submission_id: str | None = None
+    winner_name: str | None = None
+    """The crowned submission's name (filled when the race is read)."""
+    incumbent_before_name: str | None = None
+    """The name of the submission that held the crown when the race opened (filled when read)."""
     promoted: bool = False
     code_release_at: datetime | None = None
     cancel_reason: str | None = None
@@ -158,6 +171,7 @@ class LeaderboardEntry(BaseModel):
     judge_coefficient: float | None
     incumbent: bool
     races: int = Field(ge=0)
+    """Closed races with a result for this submission (what its agent page lists)."""
     weight: float = Field(ge=0, le=1)
     provisional: bool = False
     """True in an arena without a race bank: ranked by its score on the arena's problem bank (the
@@ -189,7 +203,10 @@ class AgentDetail(BaseModel):
     provisional_score: float | None = Field(default=None, ge=0, le=1)
     """In an arena without a race bank: its score on the arena's problem bank once it stands (what the
     provisional ranking shows). Not a qualifying score: it earns no weight and no crown."""
-    race_scores: list[RaceResult] = Field(default_factory=list)
+    qualify_threshold: float | None = None
+    """The bar a qualifying score must reach (`qualified` is `qualifying_score >= qualify_threshold`)."""
+    race_scores: list[AgentRaceResult] = Field(default_factory=list)
+    """Its result in every race it was scored in, oldest first: the leaderboard's `races` counts these."""
     by_bucket: list[BucketScore] = Field(default_factory=list)
     by_axis: dict[str, float] = Field(default_factory=dict)
     """Mean per-axis rule score (the scorer's axes) over its evaluated problems."""

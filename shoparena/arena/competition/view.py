@@ -26,6 +26,7 @@ from shoparena.arena.competition.cache import COMPUTE, HIT, CacheInfo, ReadCache
 from shoparena.arena.competition.engine import RaceEngine
 from shoparena.arena.competition.models import (
     AgentDetail,
+    AgentRaceResult,
     BucketScore,
     Freshness,
     LeaderboardEntry,
@@ -50,7 +51,9 @@ AXES = ("title", "price", "service", "sku_attr", "knowledge")
 LEADERBOARD_TABLES = (SUBMISSIONS, JOBS, SUBMISSION_RESULTS, RACE_ENTRIES, RACE_OUTCOMES, WEIGHT_VECTORS)
 """Every table `leaderboard` reads (besides the metagraph's `neurons`); all append-only."""
 RACES_TABLES = (RACES, RACE_EVENTS, RACE_OUTCOMES)
-"""Every table `races` reads; all append-only."""
+"""Every table `races` reads that can change its answer; all append-only. (It also reads the racers'
+names from `submissions`, but a race names only submissions that existed before it closed, and a
+submission's row never changes: a new submission cannot change a race already read.)"""
 CACHE_ENTRIES = 32
 MAX_CACHED_RACES = 200
 """`races(limit)` is cached up to the public API's cap; a longer list (the season summary's) is not."""
@@ -127,9 +130,9 @@ class CompetitionView:
             select(RACE_OUTCOMES.c.race).where(RACE_OUTCOMES.c.race_id == row.race_id)
         ).first()
         if outcome is not None:
-            return Race.model_validate(outcome.race)
+            return self._named(connection, Race.model_validate(outcome.race))
         state = self.races_engine._state(connection, row).state
-        return Race(
+        race = Race(
             race_id=row.race_id,
             state=state,
             opened_at=row.opened_at,
@@ -139,6 +142,57 @@ class CompetitionView:
             open_clusters=list(row.open_clusters),
             incumbent_before=row.incumbent_before,
         )
+        return self._named(connection, race)
+
+    def _named(self, connection: Connection, race: Race) -> Race:
+        """The race with its submissions' names (racers, the crown after it, the crown before it): what a
+        person reads instead of hotkeys. The crown before is the submission the newest earlier outcome
+        crowned, when that hotkey held it."""
+        before = None
+        if race.incumbent_before is not None:
+            before = connection.execute(
+                select(RACE_OUTCOMES.c.winner_submission_id)
+                .where(RACE_OUTCOMES.c.winner == race.incumbent_before)
+                .where(RACE_OUTCOMES.c.race_id != race.race_id)
+                .where(RACE_OUTCOMES.c.created_at <= race.opened_at)
+                .order_by(RACE_OUTCOMES.c.id.desc())
+                .limit(1)
+            ).scalar()
+        wanted = {r.submission_id for r in race.results} | {race.winner_submission_id, before}
+        wanted.discard(None)
+        if not wanted:
+            return race
+        names = dict(
+            connection.execute(
+                select(SUBMISSIONS.c.submission_id, SUBMISSIONS.c.name).where(
+                    SUBMISSIONS.c.submission_id.in_(sorted(wanted))
+                )
+            ).all()
+        )
+        return race.model_copy(
+            update={
+                "results": [r.model_copy(update={"name": names.get(r.submission_id)}) for r in race.results],
+                "winner_name": names.get(race.winner_submission_id or ""),
+                "incumbent_before_name": names.get(before or ""),
+            }
+        )
+
+    @staticmethod
+    def _results_by_submission(connection: Connection, submission_id: str | None = None) -> dict[str, list]:
+        """submission id → [(race id, its result)] over every closed race, oldest first: the one count of
+        an agent's races (the leaderboard's `races`, the agent page's rows). A race counts when it has a
+        result for that submission: not a cancelled race, not another submission of the same hotkey."""
+        query = select(RACE_OUTCOMES.c.race_id, RACE_OUTCOMES.c.race).order_by(RACE_OUTCOMES.c.id)
+        if submission_id is not None:
+            query = query.join(RACE_ENTRIES, RACE_ENTRIES.c.race_id == RACE_OUTCOMES.c.race_id).where(
+                RACE_ENTRIES.c.submission_id == submission_id
+            )
+        found: dict[str, list] = defaultdict(list)
+        for row in connection.execute(query).all():
+            for result in row.race.get("results") or []:
+                if submission_id is None or result.get("submission_id") == submission_id:
+                    found[result["submission_id"]].append((row.race_id, result))
+        return found
 
     def races(self, limit: int = 50) -> list[Race]:
         """Newest first.
@@ -259,15 +313,7 @@ class CompetitionView:
         crown, _ = engine.crown(connection)
         latest = engine.latest_weights("consensus", connection)
         weights = (latest or WeightVector(race_id=None, uids=[], weights=[])).as_dict()
-        raced = Counter(
-            connection.execute(
-                select(RACE_ENTRIES.c.hotkey).join(
-                    RACE_OUTCOMES, RACE_OUTCOMES.c.race_id == RACE_ENTRIES.c.race_id
-                )
-            )
-            .scalars()
-            .all()
-        )
+        raced = {sid: len(results) for sid, results in self._results_by_submission(connection).items()}
         last = connection.execute(
             select(RACE_OUTCOMES.c.race)
             .where(RACE_OUTCOMES.c.state == "RACE_COMPLETE")
@@ -322,7 +368,7 @@ class CompetitionView:
                 rank=rank,
                 name=names.get(values["submission_id"], ""),
                 incumbent=values["hotkey"] == crown,
-                races=raced.get(values["hotkey"], 0),
+                races=raced.get(values["submission_id"], 0),
                 weight=weights.get(values["uid"], 0.0) if values["uid"] is not None else 0.0,
                 **values,
             )
@@ -392,12 +438,7 @@ class CompetitionView:
         with self.db.connect() as connection:
             standing = engine.qualifying_standings(connection).get(submission_id)
             provisional = self._bank_score(connection, submission_id) if self._bankless() else None
-            race_rows = connection.execute(
-                select(RACE_OUTCOMES.c.race)
-                .join(RACE_ENTRIES, RACE_ENTRIES.c.race_id == RACE_OUTCOMES.c.race_id)
-                .where(RACE_ENTRIES.c.submission_id == submission_id)
-                .order_by(RACE_OUTCOMES.c.id)
-            ).all()
+            raced = self._results_by_submission(connection, submission_id).get(submission_id, [])
             problems = connection.execute(
                 select(PROBLEM_RESULTS)
                 .join(SUBMISSION_RESULTS, SUBMISSION_RESULTS.c.id == PROBLEM_RESULTS.c.result_id)
@@ -405,13 +446,10 @@ class CompetitionView:
                 .order_by(PROBLEM_RESULTS.c.id)
             ).all()
             release = engine._release_of(connection, None, submission_id)
-        race_scores = []
-        for row in race_rows:
-            race_scores += [
-                RaceResult.model_validate(r)
-                for r in row.race["results"]
-                if r["submission_id"] == submission_id
-            ]
+        race_scores = [
+            AgentRaceResult.model_validate({**result, "race_id": race_id, "name": view.name})
+            for race_id, result in raced
+        ]
         buckets: dict[str, list[bool]] = defaultdict(list)
         judged: Counter[str] = Counter()
         for problem in problems:
@@ -428,6 +466,7 @@ class CompetitionView:
             status=view.status,
             qualified=None if qualifying is None else qualifying >= self.config.qualify_threshold,
             qualifying_score=qualifying,
+            qualify_threshold=self.config.qualify_threshold,
             qualifying=standing,
             provisional_score=provisional,
             race_scores=race_scores,

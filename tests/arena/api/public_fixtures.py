@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from shoparena.arena.competition.models import (
     AgentDetail,
+    AgentRaceResult,
     BucketScore,
     Freshness,
     LeaderboardEntry,
@@ -91,8 +92,9 @@ class Season:
     running_seed: str = "seed-of-race-2"
 
 
-def result(hotkey: str, uid: int, submission_id: str, score: float) -> RaceResult:
+def result(hotkey: str, uid: int, submission_id: str, score: float, name: str | None = None) -> RaceResult:
     return RaceResult(
+        name=name,
         hotkey=hotkey,
         uid=uid,
         submission_id=submission_id,
@@ -129,10 +131,14 @@ def build_season(arena, champion_key: str, challenger_key: str, rookie_key: str)
         problem_ids=["p-001", "p-002", "p-003"],
         race_clusters=["c-7"],
         open_clusters=["c-1", "c-2"],
-        results=[result(champion_key, 1, champion, 0.71), result(challenger_key, 2, challenger, 0.64)],
+        results=[
+            result(champion_key, 1, champion, 0.71, "steady-pipeline"),
+            result(challenger_key, 2, challenger, 0.64, XSS_NAME),
+        ],
         incumbent_before=None,
         winner=champion_key,
         winner_submission_id=champion,
+        winner_name="steady-pipeline",
         promoted=True,
         code_release_at=season.release_at,
     )
@@ -169,7 +175,8 @@ def build_season(arena, champion_key: str, challenger_key: str, rookie_key: str)
             status="scored",
             qualified=True,
             qualifying_score=0.66,
-            race_scores=[complete.results[0]],
+            qualify_threshold=0.2,
+            race_scores=[AgentRaceResult(**complete.results[0].model_dump(), race_id=complete.race_id)],
             by_bucket=[
                 BucketScore(bucket="product", problems=10, success_rate=0.9),
                 BucketScore(bucket="voucher", problems=5, success_rate=0.4),
@@ -181,7 +188,8 @@ def build_season(arena, champion_key: str, challenger_key: str, rookie_key: str)
         ),
         challenger: AgentDetail(
             submission_id=challenger, hotkey=challenger_key, uid=2, name=XSS_NAME, status="scored",
-            qualified=True, qualifying_score=0.6, race_scores=[complete.results[1]],
+            qualified=True, qualifying_score=0.6, qualify_threshold=0.2,
+            race_scores=[AgentRaceResult(**complete.results[1].model_dump(), race_id=complete.race_id)],
         ),
         rookie: AgentDetail(
             submission_id=rookie, hotkey=rookie_key, uid=None, name="rookie", status="queued",

@@ -187,11 +187,13 @@ def test_a_read_again_is_a_hit_and_any_change_is_seen_at_once(racing_on):
     board, _ = views.check()
     assert by_hotkey(board)[a.hotkey].submission_id != newer
 
-    # a race nobody evaluates is cancelled: no crown or weights change, but each racer has raced twice
+    # a race nobody evaluates is cancelled: no crown or weights change, and it has a result for nobody,
+    # so it counts for nobody's races (each row's `races` is what its agent page lists)
     for state in ("QUALIFYING_OPEN", "RACE_RUNNING", "CANCELLED"):
         assert views.race_step() == state
         board, _ = views.check()
-    assert board[0].hotkey == b.hotkey and all(entry.races == 2 for entry in board)
+    assert board[0].hotkey == b.hotkey and all(entry.races == 1 for entry in board)
+    assert all(len(views.fresh.agent(entry.submission_id).race_scores) == 1 for entry in board)
 
 
 def test_a_row_committed_after_one_with_a_higher_id_is_seen_on_postgresql(make, pg_store_url):

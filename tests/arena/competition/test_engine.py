@@ -78,7 +78,10 @@ def test_a_race_runs_from_open_to_complete_and_reveals_its_seed(racing):
     assert all(len(r.by_validator) == 3 for r in race.results)
     assert (race.winner, race.promoted, race.incumbent_before) == (a.hotkey, True, None)
     assert race.code_release_at == rules.code_release_at(racing.clock.at)
-    assert view.race(race.race_id) == race
+    served = view.race(race.race_id)  # as closed, plus the submissions' names people read
+    names = {"winner_name": True, "incumbent_before_name": True, "results": {"__all__": {"name"}}}
+    assert served.model_dump(exclude=names) == race.model_dump(exclude=names)
+    assert served.winner_name and all(r.name for r in served.results)
 
     again, draw, matches = recompute_draw(racing.arena, race.race_id)
     assert matches and draw.problem_ids == race.problem_ids == again.problem_ids

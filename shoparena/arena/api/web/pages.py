@@ -8,6 +8,7 @@ functions, so FastAPI runs them in its thread pool (the reader may block on the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ import orjson
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 from pydantic import ValidationError
 
 from shoparena import __version__
@@ -61,8 +63,15 @@ def _environment() -> Environment:
     env.filters["when"] = lambda value: "–" if value is None else value.strftime("%Y-%m-%d %H:%M UTC")
     env.filters["iso"] = lambda value: value.isoformat(timespec="seconds") if value else ""
     env.filters["path"] = lambda value: quote(value, safe="")
+    env.filters["breakable"] = breakable
     env.filters["query"] = lambda value: quote(value, safe=":")
     return env
+
+
+def breakable(text: str) -> Markup:
+    """The text escaped, with a line-break opportunity after each `_ : . - /` (long agent names wrap at
+    their parts in narrow table cells, not in the middle of a word)."""
+    return Markup(re.sub(r"([_:.\-/])", r"\1<wbr>", str(escape(text))))
 
 
 def bar(value: float | None, width: int = BAR_WIDTH) -> int:
