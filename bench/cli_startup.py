@@ -56,7 +56,9 @@ def run_once(source: Path, args: list[str]) -> tuple[float, float, int]:
     env = {**os.environ, "PYTHONPATH": str(source), "COLUMNS": "100", "NO_COLOR": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", ENTRY, *args], env=env, capture_output=True, cwd=tempfile.gettempdir())
+    done = subprocess.run(
+        [sys.executable, "-c", ENTRY, *args], env=env, capture_output=True, cwd=tempfile.gettempdir()
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
