@@ -86,7 +86,7 @@ def build_command(**values: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    corpus = typer.Typer(help="Turn trajectories into a training corpus (SPEC §8).", no_args_is_help=True)
+    corpus = typer.Typer(help="Turn trajectories into a training corpus.", no_args_is_help=True)
     app.add_typer(corpus, name="corpus")
     corpus_rewrite_cmd.register(corpus)
     command_from_models(corpus, "build", (BUILD_OPTIONS, CorpusCommandOptions), build_command, BUILD_HELP)
