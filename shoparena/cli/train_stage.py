@@ -85,8 +85,13 @@ def stage_command(app: typer.Typer, name: str, config_cls: Any, run: Callable[[A
 
     def body(**values: Any) -> None:
         from shoparena.train.chat_render import MaskError
+        from shoparena.train.preflight import InputError, check_inputs
 
         config = build_config(config_cls, values)
+        try:
+            check_inputs(config)  # every input, before a model is loaded or a Hub download tried
+        except InputError as exc:
+            raise fail(str(exc)) from None
         try:
             result = run(config)
         except ValueError as exc:
