@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
+from difflib import get_close_matches
 from typing import Any, ClassVar
 
 import typer
@@ -66,6 +67,16 @@ class LazyGroup(TyperGroup):
             if name in self.lazy:
                 self.commands.setdefault(name, command)
         return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: _click.Context, args: list[str]) -> Any:
+        """As Typer's, whose "Did you mean" looks only at the commands already built."""
+        try:
+            return super().resolve_command(ctx, args)
+        except _click.exceptions.UsageError as exc:
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if matches and "Did you mean" not in exc.message:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"
+            raise
 
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         self._listing = True

@@ -117,3 +117,9 @@ def test_a_stage_command_shows_defaults_and_required_fields():
     assert "resolved config. [required: here or in --config]" in flat
     assert "Seeds data order, LoRA init and sampling. [default: 0]" in flat
     assert "Show a progress bar. [default: --progress]" in flat
+
+
+def test_a_mistyped_command_is_still_suggested():
+    result = CliRunner().invoke(app, ["serch"], env={"COLUMNS": "120", "NO_COLOR": "1"})
+    assert result.exit_code == 2
+    assert "No such command 'serch'. Did you mean 'search'?" in result.output
