@@ -65,8 +65,16 @@ def run_once(source: Path, args: list[str]) -> tuple[float, float, int]:
     return wall, cpu, done.returncode
 
 
+def _line(row: dict) -> str:
+    codes = ",".join(str(code) for code in row["exit_codes"])
+    return f"| `{row['command']}` | {row['source']} | {row['wall_median_s']:.3f} | {row['cpu_median_s']:.3f} | {codes} |"
+
+
 def measure(sources: dict[str, Path], runs: int) -> list[dict]:
-    """Per command and source: median wall and CPU over `runs` (the sides interleaved run by run)."""
+    """Per command and source: median wall and CPU over `runs` (the sides interleaved run by run); each
+    row printed as soon as it is measured."""
+    print("| command | source | wall (s) | CPU (s) | exit |")
+    print("|---|---|---:|---:|---|", flush=True)
     rows = []
     for args in COMMANDS:
         samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in sources}
@@ -84,6 +92,7 @@ def measure(sources: dict[str, Path], runs: int) -> list[dict]:
                     "exit_codes": sorted({s[2] for s in taken}),
                 }
             )
+            print(_line(rows[-1]), flush=True)
     return rows
 
 
@@ -98,20 +107,16 @@ def main() -> None:
     if options.old:
         sources = {f"old ({options.old})": checkout(options.old), **sources}
     load_before = os.getloadavg()
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    print(
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {machine}; load {load_before[0]:.2f}; median of {options.runs} runs\n",
+        flush=True,
+    )
     rows = measure(sources, options.runs)
     load_after = os.getloadavg()
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     loads = f"{load_before[0]:.2f} before, {load_after[0]:.2f} after (1-min load average)"
-
-    print(f"{when}; {machine}; load {loads}; median of {options.runs} runs\n")
-    print("| command | source | wall (s) | CPU (s) | exit |")
-    print("|---|---|---:|---:|---|")
-    for row in rows:
-        codes = ",".join(str(code) for code in row["exit_codes"])
-        print(
-            f"| `{row['command']}` | {row['source']} | {row['wall_median_s']:.3f} | {row['cpu_median_s']:.3f} | {codes} |"
-        )
+    print(f"\nload: {loads}")
     options.out.parent.mkdir(parents=True, exist_ok=True)
     options.out.write_text(
         json.dumps({"date": when, "machine": machine, "load": loads, "rows": rows}, indent=2) + "\n",
