@@ -24,6 +24,11 @@ from shoparena.cli.common import console, quiet_libraries, say
 DEMO_DIR = Path(os.environ.get("SHOPARENA_DEMO_DIR", "demo-out"))
 
 
+def rule(title: str) -> None:
+    """A titled rule across the terminal (100 columns when the output is not a terminal)."""
+    console.print(Rule(title), width=None if console.is_terminal else 100)
+
+
 def main() -> int:
     if {"-h", "--help"} & set(sys.argv[1:]):
         print(__doc__)
@@ -33,13 +38,13 @@ def main() -> int:
 
     quiet_libraries()
     out = DEMO_DIR / "loop"
-    console.print(Rule("shoparena demo · the closed loop: season → firehose → corpus → training → race"))
+    rule("shoparena demo · the closed loop: season → firehose → corpus → training → race")
     try:
         result = run_loop(LoopConfig(), out, say)
     except LoopError as exc:
         say(f"[red]the loop stopped:[/] {exc}")
         return 1
-    console.print(Rule(f"done in {result.seconds:.0f} s"))
+    rule(f"done in {result.seconds:.0f} s")
     say(f"report: {result.report_html.resolve() if result.report_html else '-'}")
     say(f"        {result.report_md.resolve() if result.report_md else '-'}")
     say(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +20,7 @@ from shoparena.harness.episode import Episode
 from shoparena.problems.models import Problem
 from shoparena.records.inference import InferenceLog
 from shoparena.records.trajectory import TokenUsage
+from shoparena.records.user_warning import one_line_warning  # noqa: F401 (re-exported for the pool workers)
 
 
 class AgentSpecError(ValueError):
@@ -172,9 +172,3 @@ def _takes_any_keyword(function: Callable[..., Any]) -> bool:
     return any(
         p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(function).parameters.values()
     )
-
-
-def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """`warnings.showwarning` for warnings meant for the user (an unconfined sandbox, say): one line
-    each, without the source line Python's default format quotes. The CLI and pool workers install it."""
-    print(f"warning: {message}", file=file if file is not None else sys.stderr)

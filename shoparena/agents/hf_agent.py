@@ -310,24 +310,29 @@ def check_model_dir(target: str) -> None:
     directories (transformers would answer about hub repo ids or tokenizer backends)."""
     path = Path(target).expanduser()
     if not path.exists():
-        if _cached_hub_id(target):
+        if cached_hub_id(target):
             return
         raise AgentSpecError(f"hf:{target}: no such directory ({MODEL_DIR_HINT})")
+    problem = model_dir_problem(path)
+    if problem:
+        raise AgentSpecError(f"hf:{target}: {problem} ({MODEL_DIR_HINT})")
+
+
+def model_dir_problem(path: Path) -> str | None:
+    """Why the existing `path` is not a checkpoint or adapter directory (None: it looks like one)."""
     if not path.is_dir():
-        raise AgentSpecError(f"hf:{target}: not a directory ({MODEL_DIR_HINT})")
+        return "not a directory"
     if is_adapter_dir(str(path)):
-        return  # its base model (and maybe its tokenizer) come from adapter_config.json
+        return None  # its base model (and maybe its tokenizer) come from adapter_config.json
     missing = [] if (path / "config.json").is_file() else ["config.json"]
     if not any((path / name).is_file() for name in TOKENIZER_FILES):
         missing.append(f"tokenizer ({' or '.join(TOKENIZER_FILES)})")
     if missing:
-        raise AgentSpecError(
-            f"hf:{target}: the directory holds no {' and no '.join(missing)}: not a checkpoint "
-            f"({MODEL_DIR_HINT})"
-        )
+        return f"the directory holds no {' and no '.join(missing)}: not a checkpoint"
+    return None
 
 
-def _cached_hub_id(target: str) -> bool:
+def cached_hub_id(target: str) -> bool:
     """Whether `target` is a hub repo id already in the local cache (loaded from there, not downloaded)."""
     try:
         from huggingface_hub import try_to_load_from_cache

@@ -119,13 +119,19 @@ def reject_record(error: CatalogFormatError, raw: bytes | None) -> dict:
     return record
 
 
+def check_source(path: Path) -> None:
+    """Raise `CatalogReadError` if `path` is no file to read a catalogue from (a command calls this
+    before it starts its progress bar; reading calls it too)."""
+    if not path.exists():
+        raise CatalogReadError(str(path), "no such file")
+    if path.is_dir():
+        raise CatalogReadError(str(path), "is a directory; give a .jsonl or .jsonl.gz catalogue file")
+
+
 def _open_binary(path: Path, stack: ExitStack) -> IO[bytes]:
     """Open the input as bytes, decompressing gzip (recognised by its content, not by its name)."""
     source = str(path)
-    if not path.exists():
-        raise CatalogReadError(source, "no such file")
-    if path.is_dir():
-        raise CatalogReadError(source, "is a directory; give a .jsonl or .jsonl.gz catalogue file")
+    check_source(path)
     try:
         handle = stack.enter_context(path.open("rb"))
     except PermissionError:

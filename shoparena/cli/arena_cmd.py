@@ -27,7 +27,7 @@ from shoparena.records.options import CliFlag, fields_of
 
 arena_app = typer.Typer(
     name="arena",
-    help="Run an arena: `init` a directory, `register` hotkeys, `serve` the signed API (SPEC §6).",
+    help="Run an arena: `init` a directory, `register` hotkeys, `serve` the signed API.",
     no_args_is_help=True,
 )
 

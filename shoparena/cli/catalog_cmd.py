@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from shoparena.catalog.loader import CatalogFormatError, CatalogReadError
+from shoparena.catalog.loader import CatalogFormatError, CatalogReadError, check_source
 from shoparena.catalog.models import ProductInformation
 from shoparena.cli.common import console, err_console, fail, print_json, progress_bar
 from shoparena.index.catalog_dir import (
@@ -61,6 +61,8 @@ def build(
         raise fail("--products must be at least 1")
     try:
         check_build_target(out, overwrite=force)  # before the progress bar, not after an empty one
+        if from_file is not None:
+            check_source(from_file)
         if products is not None:
             with progress_bar(f"generating + indexing {products:,} products", products) as advance:
                 meta = build_synthetic(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 from contextlib import contextmanager
 
 import orjson
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -18,7 +19,28 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-console = Console()
+PIPE_WIDTH = 1000
+"""The width tables are laid out for when stdout is not a terminal (a pipe, a file) and COLUMNS is not
+set: wide enough that no column is squashed or wrapped, so each row stays one line for grep and cut."""
+
+
+class OutputConsole(Console):
+    """stdout's console: a terminal's width on a terminal; `PIPE_WIDTH` (or $COLUMNS) elsewhere, where
+    rich would otherwise assume 80 columns and squash a wide table to 6-character columns."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._width is None and not self.is_terminal and "COLUMNS" not in os.environ:
+            return ConsoleDimensions(PIPE_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)
+
+
+console = OutputConsole()
 err_console = Console(stderr=True)
 
 

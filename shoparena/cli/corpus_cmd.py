@@ -12,7 +12,7 @@ from shoparena.cli.common import console, err_console, fail, print_json, progres
 from shoparena.cli.model_options import command_from_models, model_values, validation_message
 from shoparena.corpus.config import CorpusConfig
 from shoparena.corpus.pipeline import ConservationError, build_corpus, default_workers
-from shoparena.corpus.sources import SourceError
+from shoparena.corpus.sources import SourceError, resolve_inputs
 from shoparena.corpus.split import LeakError
 from shoparena.corpus.tokens import TokenizerError
 from shoparena.records.options import CliFlag, fields_of
@@ -58,6 +58,7 @@ def build_command(**values: Any) -> None:
         raise fail(validation_message(CorpusConfig, exc)) from None
     json_output = bool(values["json_output"])
     try:
+        resolve_inputs(config.inputs)  # a missing input fails before the progress bar is drawn
         if json_output:
             result = build_corpus(config)
         else:
@@ -86,7 +87,7 @@ def build_command(**values: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    corpus = typer.Typer(help="Turn trajectories into a training corpus (SPEC §8).", no_args_is_help=True)
+    corpus = typer.Typer(help="Turn trajectories into a training corpus.", no_args_is_help=True)
     app.add_typer(corpus, name="corpus")
     corpus_rewrite_cmd.register(corpus)
     command_from_models(corpus, "build", (BUILD_OPTIONS, CorpusCommandOptions), build_command, BUILD_HELP)

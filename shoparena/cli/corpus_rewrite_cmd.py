@@ -12,7 +12,7 @@ from rich.table import Table
 from shoparena.cli.common import console, fail, print_json, progress_bar
 
 REWRITE_HELP = """Rewrite code-driven (axis-B) trajectories into agentic rows: a model's reasoning before each
-turn of calls, with the calls, their results and the final answer kept exactly (SPEC §11).
+turn of calls, with the calls, their results and the final answer kept exactly.
 
 Each rewritten row is checked against its trajectory (any change beyond the reasoning is refused, and
 so is reasoning that carries tool-call or chat tags), judged like any trace (the judge reads the new

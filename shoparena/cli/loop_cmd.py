@@ -37,7 +37,8 @@ calls it through the arena's inference proxy, raced against the season's agents.
 With no --config the embedded defaults run: the demo (8 miners, 2 validators, 3 days, every stage 2
 steps on the tiny model; about 2 minutes on 2 cores). A config names only what it changes; see
 configs/loop/demo.yaml and configs/loop/gpu.yaml. Re-running with the same --out resumes at the
-first stage that did not finish.
+first stage that did not finish. The console shows the stages; what libraries and child processes
+print (warnings, progress bars, server logs) goes to DIR/loop.log.
 
 Examples:
 

@@ -69,7 +69,7 @@ def _run_sft(config: Any) -> Any:
     return run_sft(config)
 
 
-PRM_HELP = """A process-reward head on the per-axis rule decomposition (SPEC §11): at each decision point
+PRM_HELP = """A process-reward head on the per-axis rule decomposition: at each decision point
 of a trajectory it predicts how good the best candidate seen so far is (its rule score and its title,
 price, service and SKU/attribute ratios) from the conversation alone, with no reward at hand.
 

@@ -7,11 +7,13 @@ the file. Every train CLI module registers its stages with `stage_command`, so i
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic_core import PydanticUndefined
 
 from shoparena.cli.common import fail, say
 from shoparena.cli.model_options import command_from_models
@@ -29,19 +31,39 @@ class ConfigFileOption(BaseModel):
 
 def optional_fields(config_cls: type[BaseModel]) -> type[BaseModel]:
     """`config_cls`'s command-line fields, all optional (a field may come from the config file instead),
-    with the same descriptions and flag metadata."""
+    with the same descriptions and flag metadata; the help still shows each field's default, and marks
+    the fields the stage needs from the flags or the file."""
     excluded = getattr(config_cls, "cli_exclude", frozenset())
     fields: dict[str, Any] = {}
     for name, info in config_cls.model_fields.items():
         if name in excluded:
             continue
-        metadata = list(info.metadata)
-        if info.annotation is bool and not any(isinstance(m, CliFlag) for m in metadata):
+        metadata = [m for m in info.metadata if not isinstance(m, CliFlag)]
+        flag = next((m for m in info.metadata if isinstance(m, CliFlag)), None) or CliFlag()
+        if info.annotation is bool and flag.flag is None:
             dashed = name.replace("_", "-")  # a switch both ways, so "not given" leaves the file's value
-            metadata.append(CliFlag(flag=f"--{dashed}/--no-{dashed}"))
-        annotation = Annotated[info.annotation | None, *metadata] if metadata else info.annotation | None
-        fields[name] = (annotation, Field(None, description=info.description))
+            flag = replace(flag, flag=f"--{dashed}/--no-{dashed}")
+        metadata.append(flag)
+        description = info.description or ""
+        if info.is_required():
+            description = f"{description} \\[required: here or in --config]".strip()
+        elif (shown := default_text(flag, info.default)) is not None and flag.show_default:
+            description = f"{description} \\[default: {shown}]".strip()
+        annotation = Annotated[info.annotation | None, *metadata]
+        fields[name] = (annotation, Field(None, description=description))
     return create_model(f"{config_cls.__name__}Options", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def default_text(flag: CliFlag, default: Any) -> str | None:
+    """How the help shows a field's default (None: it has none worth showing)."""
+    if default is None or default is PydanticUndefined:
+        return None
+    if isinstance(default, bool):
+        on, _, off = (flag.flag or "").partition("/")
+        return (on if default else off) or str(default)
+    if isinstance(default, list | tuple):
+        return ", ".join(str(item) for item in default) if default else None
+    return str(default)
 
 
 def build_config(config_cls: Any, values: dict[str, Any]) -> Any:
@@ -66,8 +88,13 @@ def stage_command(app: typer.Typer, name: str, config_cls: Any, run: Callable[[A
         from shoparena.train.config import StageResult
         from shoparena.train.metrics import is_main_process
         from shoparena.train.model_card import write_model_card
+        from shoparena.train.preflight import InputError, check_inputs
 
         config = build_config(config_cls, values)
+        try:
+            check_inputs(config)  # every input, before a model is loaded or a Hub download tried
+        except InputError as exc:
+            raise fail(str(exc)) from None
         try:
             result = run(config)
         except ValueError as exc:

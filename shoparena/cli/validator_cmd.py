@@ -24,7 +24,7 @@ from shoparena.records.options import CliFlag, fields_of
 
 validator_app = typer.Typer(
     name="validator",
-    help="Evaluate an arena's submissions: claim a job, run it in the sandbox, judge, post (SPEC §6).",
+    help="Evaluate an arena's submissions: claim a job, run it in the sandbox, judge, post.",
     no_args_is_help=True,
 )
 

@@ -2,6 +2,7 @@
 
 ```
 DIR/loop.resolved.json            the loop config as run
+DIR/loop.log                      what libraries and child processes printed while the loop ran
 DIR/01-season/season.json         the season (`shoparena.arena-season/1`); its arena in 01-season/arena/
 DIR/02-firehose/firehose.jsonl    every trajectory the store holds, exported (the public firehose bytes)
 DIR/02-firehose/rewritten.jsonl   its axis-B traces rewritten as agentic rows (corpus.rewrite; the corpus

@@ -308,7 +308,17 @@ def _settings(model: BaseModel, **extra: Any) -> Any:
 
 
 def run_loop(config: LoopConfig, out: Path, say: Say = print) -> LoopResult:
-    """Every stage in order, resuming finished ones; the report at the end."""
+    """Every stage in order, resuming finished ones; the report at the end. `say` gets the stage lines;
+    everything else printed meanwhile (libraries, child processes) goes to OUT/loop.log."""
+    from shoparena.loop.console_log import LOG_FILE, library_output_to
+
+    log = Path(out) / LOG_FILE
+    with library_output_to(log, say) as to_console:
+        to_console(f"libraries' own output (warnings, progress bars, server logs) → {log}")
+        return _run_stages(config, out, to_console)
+
+
+def _run_stages(config: LoopConfig, out: Path, say: Say) -> LoopResult:
     from shoparena.loop.final_race import run_final_race
     from shoparena.loop.report import write_loop_report
 

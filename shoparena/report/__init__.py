@@ -9,15 +9,36 @@ Public API:
   `report_html(runs, title)`, `write_comparison(runs, markdown_path, html_path)`
 """
 
-from shoparena.report.documents import (
-    comparison_markdown,
-    report_html,
-    run_markdown,
-    write_comparison,
-    write_run_reports,
+from typing import TYPE_CHECKING
+
+from shoparena.records.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from shoparena.report.documents import (
+        comparison_markdown,
+        report_html,
+        run_markdown,
+        write_comparison,
+        write_run_reports,
+    )
+    from shoparena.report.runs import ReportError, RunView, load_run, report_warnings
+    from shoparena.report.tables import comparison_rows
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "comparison_markdown": "shoparena.report.documents",
+        "report_html": "shoparena.report.documents",
+        "run_markdown": "shoparena.report.documents",
+        "write_comparison": "shoparena.report.documents",
+        "write_run_reports": "shoparena.report.documents",
+        "ReportError": "shoparena.report.runs",
+        "RunView": "shoparena.report.runs",
+        "load_run": "shoparena.report.runs",
+        "report_warnings": "shoparena.report.runs",
+        "comparison_rows": "shoparena.report.tables",
+    },
 )
-from shoparena.report.runs import ReportError, RunView, load_run, report_warnings
-from shoparena.report.tables import comparison_rows
 
 __all__ = [
     "ReportError",

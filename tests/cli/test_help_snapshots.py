@@ -15,18 +15,13 @@ import typer
 from typer.testing import CliRunner
 
 from shoparena.cli import app
+from shoparena.cli.lazy import walk_commands
 
 SNAPSHOTS = Path(__file__).parent / "help_snapshots"
 ENV = {"COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
 
 
-def _command_paths(command, path=()):
-    yield path
-    for name, sub in sorted(getattr(command, "commands", {}).items()):
-        yield from _command_paths(sub, (*path, name))
-
-
-COMMANDS = list(_command_paths(typer.main.get_command(app)))
+COMMANDS = [path for path, _command in walk_commands(typer.main.get_command(app))]
 
 
 def _snapshot(path: tuple[str, ...]) -> Path:

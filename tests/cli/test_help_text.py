@@ -82,12 +82,9 @@ def _click_commands():
     """(path, click command) for every command and group of the app, the app itself first (path [])."""
     import typer
 
-    def walk(command, path):
-        yield path, command
-        for name, sub in getattr(command, "commands", {}).items():
-            yield from walk(sub, [*path, name])
+    from shoparena.cli.lazy import walk_commands
 
-    return list(walk(typer.main.get_command(app), []))
+    return [(list(path), command) for path, command in walk_commands(typer.main.get_command(app))]
 
 
 def test_every_command_help_renders():

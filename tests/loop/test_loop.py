@@ -7,6 +7,8 @@ aside and run again, with the stages before it kept."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 from pathlib import Path
@@ -54,7 +56,9 @@ def small_config() -> LoopConfig:
 def looped(tmp_path_factory, sandbox_ready):
     out = tmp_path_factory.mktemp("loop") / "out"
     lines: list[str] = []
-    result = run_loop(small_config(), out, lines.append)
+    with contextlib.redirect_stdout(io.StringIO()) as console:
+        result = run_loop(small_config(), out, lines.append)
+    assert console.getvalue() == "", "something printed past the loop's log"  # issue 25: stage lines only
     return LoopLayout(out=out), result, lines
 
 
@@ -68,6 +72,11 @@ def test_every_stage_runs_in_order_and_says_so(looped):
         assert (stage.directory / STAGE_DONE).exists()
     assert result.report_html == layout.report_html and layout.report_html.stat().st_size > 0
     assert layout.report_md.exists()
+    assert (
+        lines[0]
+        == f"libraries' own output (warnings, progress bars, server logs) → {layout.out / 'loop.log'}"
+    )
+    assert (layout.out / "loop.log").is_file()
 
 
 def test_the_corpus_comes_from_the_seasons_firehose_and_never_holds_a_final_race_problem(looped):
