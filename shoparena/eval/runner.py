@@ -58,7 +58,7 @@ from shoparena.scoring.similarity import (
     default_cache_path,
     make_similarity,
 )
-from shoparena.scoring.suite import load_problem_file
+from shoparena.scoring.suite import gold_coverage, load_problem_file
 
 Judge = Callable[[TrajectoryRecord, Problem], JudgeVerdict]
 """`judge(record, problem)`: the runner takes the judge as a callable (agents sit below the judge)."""
@@ -95,6 +95,8 @@ class RunResult(BaseModel):
     episodes_retried: int = 0
     """Of `episodes_run`, how many re-ran an errored episode (`retry_errors`)."""
     dropped_partial_line: bool
+    warnings: list[str] = Field(default_factory=list)
+    """What the user must hear about the run's inputs (problems whose gold is not in the catalogue)."""
     metrics: dict = Field(default_factory=dict)
     wall_s: float
 
@@ -177,6 +179,7 @@ class OpenRun:
     """The directories this eval made for `run_dir` (itself first): removed again if it never claims it."""
     backend: CatalogBackend | None = None
     scorer: RuleScorer | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def planned(self) -> Iterator[EpisodeTask]:
         """The tasks still to run, sample-major: every problem's first sample before any second, so
@@ -308,6 +311,9 @@ def _open_locked(
     )  # fmt: skip
     run.backend = open_catalog(config.catalog)
     try:
+        # before any episode runs: problems made from another catalogue would all score 0
+        coverage = gold_coverage(selected, run.backend).require(f"catalogue {config.catalog}")
+        run.warnings = [coverage] if coverage else []
         adopt_suite_embeddings(selected, title_similarity)
         run.scorer = RuleScorer(run.backend, title_similarity, config.mode)
     except BaseException:
@@ -433,6 +439,7 @@ def finish_run(run: OpenRun, ran: int, started: float) -> RunResult:
         episodes_resumed=run.progress.resumed,
         episodes_retried=len(run.retry),
         dropped_partial_line=run.log.truncated_tail,
+        warnings=run.warnings,
         metrics=metrics,
         wall_s=time.perf_counter() - started,
     )
