@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,

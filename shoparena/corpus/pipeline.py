@@ -54,8 +54,8 @@ from shoparena.corpus.rank import Candidate, choose
 from shoparena.corpus.ranktable import RankedRow, RankTable
 from shoparena.corpus.report import write_report
 from shoparena.corpus.rowstage import GateResult, read_and_gate
-from shoparena.corpus.split import NeverTouch, ProblemEntry, SplitPlan, check_disjoint, plan_split
 from shoparena.corpus.sources import SourceError
+from shoparena.corpus.split import NeverTouch, ProblemEntry, SplitPlan, check_disjoint, plan_split
 from shoparena.corpus.tally import Tally
 from shoparena.corpus.tokens import TokenCounter
 from shoparena.index.staging import staged_build
@@ -432,7 +432,9 @@ def check_readable(config: CorpusConfig, gated: GateResult) -> None:
     named = ", ".join(str(path) for path in config.inputs)
     if not gated.inputs:
         raise SourceError(f"--input {named}: no records in the input; nothing was written")
-    unread = {reason: gated.tally.reasons[reason] for reason in NORMALISE_REASONS if gated.tally.reasons[reason]}
+    unread = {
+        reason: gated.tally.reasons[reason] for reason in NORMALISE_REASONS if gated.tally.reasons[reason]
+    }
     if sum(unread.values()) < gated.inputs:
         return
     reasons = ", ".join(f"{n} {reason}" for reason, n in unread.items())

@@ -404,7 +404,9 @@ def _open_tantivy(path: Path, meta: CatalogMeta) -> TantivyCatalog:
     try:
         store = ProductStore(path / STORE_DIR)
     except Exception as exc:  # lmdb.Error and the like: a damaged store
-        raise CatalogDirError(f"{path}: the product store {STORE_DIR}/ is unreadable ({exc}); {rebuild}") from None
+        raise CatalogDirError(
+            f"{path}: the product store {STORE_DIR}/ is unreadable ({exc}); {rebuild}"
+        ) from None
     try:
         catalog = TantivyCatalog(path / INDEX_DIR, store)
     except Exception as exc:  # tantivy's ValueError on a damaged index
@@ -420,7 +422,9 @@ def _open_tantivy(path: Path, meta: CatalogMeta) -> TantivyCatalog:
     if wrong:
         catalog.close()
         raise CatalogDirError(
-            f"{path}: {META_FILE} says {meta.n_products:,} products but " + " and ".join(wrong) + f"; {rebuild}"
+            f"{path}: {META_FILE} says {meta.n_products:,} products but "
+            + " and ".join(wrong)
+            + f"; {rebuild}"
         )
     return catalog
 

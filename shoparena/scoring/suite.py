@@ -92,7 +92,9 @@ class GoldCoverage(BaseModel):
 
 def gold_coverage(problems: Sequence[Problem], lookup: ProductLookup) -> GoldCoverage:
     """Which gold products of `problems` `lookup` holds (one batched lookup)."""
-    wanted = {(spec.product_id, spec.title[0] if spec.title else None) for p in problems for spec in p.rewards}
+    wanted = {
+        (spec.product_id, spec.title[0] if spec.title else None) for p in problems for spec in p.rewards
+    }
     found = lookup.get_products(sorted({pid for pid, _ in wanted}))
     missing = sorted({pid for pid, _ in wanted if pid not in found})
     other = sorted(

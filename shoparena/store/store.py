@@ -310,7 +310,9 @@ def open_store(
             created.unlink(missing_ok=True)
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         shown = engine.url.render_as_string(hide_password=True)
-        hint = "; --store takes a store's SQLite file or a PostgreSQL URL" if "not a database" in reason else ""
+        hint = (
+            "; --store takes a store's SQLite file or a PostgreSQL URL" if "not a database" in reason else ""
+        )
         raise StoreError(f"cannot open store {shown}: {reason}{hint}") from exc
     except BaseException:
         engine.dispose()
