@@ -206,12 +206,12 @@ class OpenRun:
 
 
 def release_run_dir(run_dir: Path, lock: RunLock, created: list[Path]) -> None:
-    """Release the lock; a directory this eval created but never claimed (no run.json: the agent was
-    never built, or the problems never loaded) is removed again, so a failed start leaves nothing."""
+    """Release the lock (removing run.lock, so a finished run leaves none); a directory this eval created
+    but never claimed (no run.json: the agent was never built, or the problems never loaded) is removed
+    again, so a failed start leaves nothing."""
+    lock.release()
     if not created or (run_dir / RUN_FILE).exists():
-        lock.release()
         return
-    lock.discard()
     for path in created:  # the run directory first, then the parents made for it; only while empty
         with suppress(OSError):
             path.rmdir()
