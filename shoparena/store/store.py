@@ -226,6 +226,9 @@ class TrajectoryStore:
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Write the selected records to `out` (replaced atomically); returns how many were written."""
+        database = self.engine.url.database if self.dialect == "sqlite" else None
+        if database and Path(database).exists() and Path(out).exists() and Path(out).samefile(database):
+            raise StoreError(f"--out {out} is the store's own database file; export to another file")
         return export(self.engine, where or RecordFilter(), Path(out), fmt, progress)
 
     def stats(self, where: RecordFilter | None = None) -> StoreStats:
