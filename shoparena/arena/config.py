@@ -168,6 +168,8 @@ def new_config(
 ) -> ArenaConfig:
     """Check the catalogue and the problem bank and describe a new arena (nothing is written yet)."""
     arena_dir = Path(arena_dir)
+    if arena_dir.exists() and not arena_dir.is_dir():
+        raise ArenaConfigError(f"--dir {arena_dir} exists and is not a directory; give a new directory")
     if (arena_dir / CONFIG_FILE).exists():
         raise ArenaConfigError(
             f"{arena_dir} is an arena already ({CONFIG_FILE} exists); pick a new directory"
