@@ -135,11 +135,12 @@ def _remove(path: Path) -> None:
 @contextmanager
 def stage_outputs(stage: str, out: Path) -> Iterator[None]:
     """One run of a stage writing into `out`. If it raises, what it made does not pass for a result:
-    when it wrote no more than its resolved config (it failed on its inputs: a model that does not
-    load, a corpus without rows), everything it created is removed again — `out` and the parents it
-    made included; when it got further (metrics, rollouts, checkpoints worth reading), they stay and
-    `failed.json` says the run failed and why. A later run removes a stale `failed.json`. Only the
-    main process of a distributed run touches the directory; Ctrl-C keeps the outputs as they are."""
+    when `out` was new (or empty) and the run wrote no more than its resolved config (it failed on its
+    inputs: a model that does not load, rows that cannot be read), everything it created is removed
+    again — `out` and the parents it made included; otherwise (it got further: metrics, rollouts,
+    dropped rows worth reading; or `out` held an earlier run's files) they stay and `failed.json` says
+    the run failed and why. A later run removes a stale `failed.json`. Only the main process of a
+    distributed run touches the directory; Ctrl-C keeps the outputs as they are."""
     created = _missing_dirs(out)
     before = set(os.listdir(out)) if out.is_dir() else set()
     from shoparena.train.metrics import is_main_process
@@ -154,7 +155,7 @@ def stage_outputs(stage: str, out: Path) -> Iterator[None]:
     except Exception as exc:
         if main and out.is_dir():
             new = set(os.listdir(out)) - before
-            if new <= {RESOLVED_CONFIG}:
+            if not before and new <= {RESOLVED_CONFIG}:
                 for name in new:
                     _remove(out / name)
                 for path in created:  # `out` first, then the parents made for it, while empty
