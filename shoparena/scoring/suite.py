@@ -83,8 +83,8 @@ class GoldCoverage(BaseModel):
         if self.n_gold and self.n_absent == self.n_gold:
             raise CatalogMismatchError(
                 f"none of the {self.n_gold} gold product(s) of the {self.n_problems} problem(s) is in "
-                f"{catalog} ({self._detail()}): the problems were made from another catalogue; score them "
-                "on the catalogue they came from, or generate problems from this one "
+                f"{catalog} ({self._detail()}): the problems were made from another catalogue; use the "
+                "catalogue they came from, or generate problems from this one "
                 "(`shoparena problems generate`)"
             )
         return self.note()
