@@ -24,6 +24,7 @@ from shoparena.cli import app
 from shoparena.index.catalog_dir import build_synthetic, open_catalog
 from shoparena.problems.generator import ProblemGenerator
 from shoparena.problems.io import write_problems
+from shoparena.store import open_store
 
 runner = CliRunner()
 
@@ -117,6 +118,12 @@ def _not_a_database(tmp: Path) -> Path:
     return path
 
 
+def _empty_store(tmp: Path) -> Path:
+    path = tmp / "store.db"
+    open_store(path).close()
+    return path
+
+
 def _not_a_model(tmp: Path) -> Path:
     path = tmp / "not-a-model"
     path.mkdir()
@@ -202,6 +209,9 @@ CASES = [
             ("ingest", ["ingest", "x.jsonl"]),
         )
     ),
+    Case("store-export-over-itself",
+         lambda w, t: ["store", "export", "--out", _empty_store(t), "--store", t / "store.db"],
+         "is the store's own database file"),
     Case("store-a-directory", lambda w, t: ["store", "stats", "--store", t], "is a directory"),
     Case("store-ingest-garbage-into-a-new-store",
          lambda w, t: ["store", "ingest", w.binary, "--store", t / "new.db"],
