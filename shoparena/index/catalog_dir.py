@@ -389,6 +389,20 @@ def _check_built(path: Path, meta: CatalogMeta, index: bool) -> None:
         raise CatalogDirError(f"{path}: the search index {INDEX_DIR}/ is missing or empty; {rebuild}")
 
 
+def open_product_store(path: Path) -> ProductStore:
+    """The product store of the catalogue directory `path`; a missing or damaged one is a
+    `CatalogDirError` saying so."""
+    rebuild = "rebuild it with `shoparena catalog build --force`"
+    if not (path / STORE_DIR / "data.mdb").is_file():
+        raise CatalogDirError(f"{path}: the product store {STORE_DIR}/ is missing or empty; {rebuild}")
+    try:
+        return ProductStore(path / STORE_DIR)
+    except Exception as exc:  # lmdb.Error and the like: a damaged store
+        raise CatalogDirError(
+            f"{path}: the product store {STORE_DIR}/ is unreadable ({exc}); {rebuild}"
+        ) from None
+
+
 def _unreadable_index(path: Path, exc: BaseException) -> CatalogDirError:
     reason = (str(exc).splitlines() or [type(exc).__name__])[0]
     return CatalogDirError(
@@ -401,12 +415,7 @@ def _open_tantivy(path: Path, meta: CatalogMeta) -> TantivyCatalog:
     """The embedded engine over `path`, checked against meta.json: an index or store that does not hold
     the catalogue's products is an error here, not a search that finds nothing."""
     rebuild = "rebuild it with `shoparena catalog build --force`"
-    try:
-        store = ProductStore(path / STORE_DIR)
-    except Exception as exc:  # lmdb.Error and the like: a damaged store
-        raise CatalogDirError(
-            f"{path}: the product store {STORE_DIR}/ is unreadable ({exc}); {rebuild}"
-        ) from None
+    store = open_product_store(path)
     try:
         catalog = TantivyCatalog(path / INDEX_DIR, store)
     except Exception as exc:  # tantivy's ValueError on a damaged index

@@ -176,6 +176,8 @@ CASES = [
          left=("cat/index",)),  # opening it made an empty one before
     Case("search-corrupt-meta", search_args(_corrupt_meta), "meta.json is corrupt"),
     Case("product-without-store", search_args(_no_store, "product"), "the product store products.lmdb/ is missing"),
+    Case("catalog-stats-without-store",
+         lambda w, t: ["catalog", "stats", damaged(_no_store)(w, t)], "the product store products.lmdb/ is missing"),
     Case("search-meta-disagrees", search_args(_wrong_count), "meta.json says 301 products but its search index"),
     Case("problems-generate-without-index",
          lambda w, t: ["problems", "generate", "--catalog", damaged(_no_index)(w, t), "--n", 2, "--seed", 1,
