@@ -14,6 +14,7 @@ ARENA/code/ab/…    submitted code by sha256 (default; or an s3:// URL)
 from __future__ import annotations
 
 import hashlib
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -25,8 +26,9 @@ from shoparena.arena.auth.nonces import DEFAULT_REDIS_PREFIX
 from shoparena.arena.errors import ArenaConfigError
 from shoparena.arena.ledger import CooldownPolicy
 from shoparena.arena.models import EvaluationSettings, JobPolicy
-from shoparena.index.catalog_dir import CatalogDirError, read_meta
+from shoparena.index.catalog_dir import CatalogDirError, open_catalog, read_meta
 from shoparena.problems.io import ProblemFileError, read_problems
+from shoparena.scoring.suite import CatalogMismatchError, gold_coverage
 
 CONFIG_FILE = "arena.json"
 DEFAULT_STATE_FILE = "arena.db"
@@ -166,6 +168,8 @@ def new_config(
 ) -> ArenaConfig:
     """Check the catalogue and the problem bank and describe a new arena (nothing is written yet)."""
     arena_dir = Path(arena_dir)
+    if arena_dir.exists() and not arena_dir.is_dir():
+        raise ArenaConfigError(f"--dir {arena_dir} exists and is not a directory; give a new directory")
     if (arena_dir / CONFIG_FILE).exists():
         raise ArenaConfigError(
             f"{arena_dir} is an arena already ({CONFIG_FILE} exists); pick a new directory"
@@ -186,6 +190,18 @@ def new_config(
         )
     if not loaded.problems:
         raise ArenaConfigError(f"--problems {problems}: no problems in the file")
+    try:
+        backend = open_catalog(Path(catalog))  # its index and store checked too
+    except (CatalogDirError, ValueError) as exc:
+        raise ArenaConfigError(f"--catalog {catalog}: {exc}") from None
+    try:
+        coverage = gold_coverage(loaded.problems, backend).require(f"--catalog {catalog}")
+    except CatalogMismatchError as exc:
+        raise ArenaConfigError(f"--problems {problems}: {exc}") from None
+    finally:
+        backend.close()
+    if coverage:
+        warnings.warn(f"--problems {problems}: {coverage}", stacklevel=2)
     values = {"store": store, "code_store": code_store, "nonce_store": nonce_store, **settings}
     try:
         return ArenaConfig(

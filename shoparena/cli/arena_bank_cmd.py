@@ -62,7 +62,17 @@ def add_cmd(
         raise fail(str(exc)) from None
     if json_output:
         print_json(report.model_dump(mode="json"))
-        return
+    else:
+        _say_added(report, arena_dir)
+    if not report.added and not report.duplicates:  # all dropped: not a re-run, a bank that cannot grow
+        raise fail(
+            f"no problem added to the bank: all {n:,} generated fall in a never-touch leak cluster; "
+            "try another --seed",
+            1,
+        )
+
+
+def _say_added(report, arena_dir: Path) -> None:
     say(f"[green]added[/] {report.added:,} problems → {arena_dir / 'race_bank.jsonl'}")
     if report.dropped_never_touch:
         say(

@@ -122,9 +122,9 @@ def stats(
 
     try:
         meta = read_meta(catalog)
+        data = catalog_stats(catalog, meta)
     except CatalogDirError as exc:
         raise fail(str(exc)) from None
-    data = catalog_stats(catalog, meta)
     if json_out:
         print_json(data)
         return

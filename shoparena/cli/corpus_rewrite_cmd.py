@@ -123,17 +123,20 @@ def register(corpus: typer.Typer) -> None:
             sources = code_of(arena_dir)
         except (ValueError, JudgeSpecError, ArenaError) as exc:
             raise fail(str(exc)) from None
-        with nullcontext(None) if json_output else progress_bar("rewrite", None) as advance:
-            report = rewrite_file(
-                inputs,
-                out,
-                make,
-                rejects=rejects,
-                sources=sources,
-                limit=limit,
-                workers=workers,
-                progress=advance,
-            )
+        try:
+            with nullcontext(None) if json_output else progress_bar("rewrite", None) as advance:
+                report = rewrite_file(
+                    inputs,
+                    out,
+                    make,
+                    rejects=rejects,
+                    sources=sources,
+                    limit=limit,
+                    workers=workers,
+                    progress=advance,
+                )
+        except SourceError as exc:
+            raise fail(str(exc), 1) from None
         if json_output:
             print_json(report.model_dump(mode="json"))
         else:

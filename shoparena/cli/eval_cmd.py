@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -137,6 +138,8 @@ def eval_command(**values: Any) -> None:
     finally:
         if judge_fn is not None:
             judge_fn.close()
+    for warning in result.warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     if result.dropped_partial_line:
         err_console.print("[yellow]note:[/] dropped a line cut short by an interrupted run (re-ran it)")
     stats = getattr(judge_fn, "stats", None)

@@ -25,6 +25,19 @@ def render(report: JudgeFileReport) -> Table:
     return table
 
 
+def _show_rejects(report, input: Path, rejects: Path | None) -> None:
+    """Each skipped line on stderr, and in --rejects FILE when given."""
+    for reject in report.rejects:
+        err_console.print(f"[yellow]skipped line {reject.line}:[/] {reject.error}", soft_wrap=True)
+    if rejects is not None:
+        rejects.write_bytes(
+            b"".join(
+                orjson.dumps({"file": str(input), "line": r.line, "reason": r.error}) + b"\n"
+                for r in report.rejects
+            )
+        )
+
+
 def register(app: typer.Typer) -> None:
     @app.command("judge")
     def judge(
@@ -115,6 +128,10 @@ def register(app: typer.Typer) -> None:
             raise fail(str(exc)) from None
         finally:
             grader.close()
+        if not report.records:
+            _show_rejects(report, input, rejects)
+            skipped = f" ({len(report.rejects)} line(s) skipped)" if report.rejects else " (an empty file)"
+            raise fail(f"no trajectory record in {input}{skipped}; nothing written to {out}", 1)
         if json_output:
             print_json(report.model_dump(mode="json"))
         else:
@@ -126,15 +143,7 @@ def register(app: typer.Typer) -> None:
                     line += f"   final = success rate × coeff = {summary.final_score:.3f}"
                 console.print(line)
             console.print(f"wrote {report.records} record(s) to {out}")
-        for reject in report.rejects:
-            err_console.print(f"[yellow]skipped line {reject.line}:[/] {reject.error}", soft_wrap=True)
-        if rejects is not None:
-            rejects.write_bytes(
-                b"".join(
-                    orjson.dumps({"file": str(input), "line": r.line, "reason": r.error}) + b"\n"
-                    for r in report.rejects
-                )
-            )
+        _show_rejects(report, input, rejects)
         for failure in report.failures[:20]:
             err_console.print(f"[yellow]unjudged:[/] {failure}", soft_wrap=True)
         if report.failed:

@@ -191,6 +191,10 @@ def stats(
         result = read_problems(file)
     except (ProblemFileError, SuiteError) as exc:
         raise fail(str(exc)) from None
+    if not result.problems:  # statistics of nothing would read as an empty suite
+        raise fail(
+            f"{file}: no valid problem ({len(result.rejects)} invalid record(s); run `problems validate`)", 1
+        )
     summary = problem_stats(result.problems)
     if as_json:
         print_json(

@@ -17,7 +17,7 @@ from shoparena.records.options import SimilarityName
 from shoparena.scoring.answers import match_answers, read_answers
 from shoparena.scoring.metrics import MetricValue
 from shoparena.scoring.similarity import default_cache_path, make_similarity
-from shoparena.scoring.suite import SuiteScore, load_problem_file, score_episodes
+from shoparena.scoring.suite import CatalogMismatchError, SuiteScore, load_problem_file, score_episodes
 
 SHOWN = (
     ("asr", "ASR"),
@@ -170,6 +170,8 @@ def register(app: typer.Typer) -> None:
                     progress=advance,
                     strict_denominator=True if strict_denominator else None,
                 )
+        except CatalogMismatchError as exc:
+            raise fail(f"--catalog {catalog}: {exc}", code=1) from None
         except ValueError as exc:
             raise fail(str(exc)) from exc
         finally:

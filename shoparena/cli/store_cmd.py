@@ -114,7 +114,7 @@ def ingest_cmd(
     try:
         reject_file = rejects.open("wb") if rejects else None
     except OSError as exc:
-        opened.close()
+        opened.discard_if_unused()
         raise fail(f"--rejects {rejects}: cannot write: {exc.strerror or exc}") from None
 
     def on_reject(reject: Reject) -> None:
@@ -132,7 +132,7 @@ def ingest_cmd(
             "run the same command again to finish (ingest is idempotent)"
         ) from None
     finally:
-        opened.close()
+        opened.discard_if_unused()  # a store this command created and stored nothing in is removed
         if reject_file is not None:
             reject_file.close()
     if as_json:

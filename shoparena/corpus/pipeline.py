@@ -45,6 +45,7 @@ from shoparena.corpus.export import HashingWriter, ParquetSink
 from shoparena.corpus.models import (
     DEDUP_RANKED_OUT,
     NEVER_TOUCH,
+    NORMALISE_REASONS,
     CorpusResult,
     RejectedRow,
     join_row,
@@ -54,6 +55,7 @@ from shoparena.corpus.rank import Candidate, choose
 from shoparena.corpus.ranktable import RankedRow, RankTable
 from shoparena.corpus.report import write_report
 from shoparena.corpus.rowstage import GateResult, read_and_gate
+from shoparena.corpus.sources import SourceError
 from shoparena.corpus.split import NeverTouch, ProblemEntry, SplitPlan, check_disjoint, plan_split
 from shoparena.corpus.tally import Tally
 from shoparena.corpus.tokens import TokenCounter
@@ -422,6 +424,28 @@ def write_manifest(result: CorpusResult) -> None:
 
 
 # -- the build --------------------------------------------------------------------------------------------
+def check_readable(config: CorpusConfig, gated: GateResult) -> None:
+    """Stop (`SourceError`, so the staged build is removed and nothing is written) when the inputs held
+    nothing to build from: no record at all, or only records no normaliser could read. Rows that were
+    read and then failed a gate are a corpus decision, reported, not an input error."""
+    if gated.candidates or gated.axis_b:
+        return
+    named = ", ".join(str(path) for path in config.inputs)
+    if not gated.inputs:
+        raise SourceError(f"--input {named}: no records in the input; nothing was written")
+    unread = {
+        reason: gated.tally.reasons[reason] for reason in NORMALISE_REASONS if gated.tally.reasons[reason]
+    }
+    if sum(unread.values()) < gated.inputs:
+        return
+    reasons = ", ".join(f"{n} {reason}" for reason, n in unread.items())
+    raise SourceError(
+        f"--input {named}: none of its {gated.inputs} record(s) could be read ({reasons}); corpus build takes "
+        "trajectories (an eval's run directory or trajectories.jsonl, a `store export`), arena step logs, "
+        "upstream dialogues or chat messages; nothing was written"
+    )
+
+
 class _Clock:
     """When each stage ended, for `CorpusResult.stage_seconds`."""
 
@@ -467,6 +491,7 @@ def _build(
         table = RankTable(Path(scratch) / "rank.sqlite")
         try:
             gated = read_and_gate(config, Path(scratch), table, outputs.rejects, progress)
+            check_readable(config, gated)
             clock.mark("read_gates")
             with spill.SpillReader(Path(scratch)) as read:
                 ranked = rank_problems(table, config.per_problem, read, outputs.rejects)

@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from shoparena.corpus.models import MALFORMED, UNREADABLE, CorpusRow, RejectedRow, RewriteProvenance, row_json
 from shoparena.corpus.normalise import ENDING_TOOLS, NormaliseError, from_trajectory
-from shoparena.corpus.sources import resolve_inputs
+from shoparena.corpus.sources import SourceError, resolve_inputs
 from shoparena.index.staging import staged_file
 from shoparena.records.trajectory import TokenUsage, TrajectoryRecord
 
@@ -443,7 +443,8 @@ def rewrite_file(
     others, with the reason, to `rejects`. `make()` builds the rewriter and judge (once per process:
     with `workers` > 1 each worker makes its own, so it must be picklable with fork); `sources(record)`
     gives the agent's code when it is known. Written to a temporary file and moved into place at the
-    end, so `out` is never half a run."""
+    end, so `out` is never half a run; inputs without one readable record are a `SourceError` and write
+    nothing."""
     report = RewriteReport(out=str(out), rejects=str(rejects) if rejects else None)
     out.parent.mkdir(parents=True, exist_ok=True)
     reject_sink = rejects.open("wb") if rejects else None
@@ -477,6 +478,15 @@ def rewrite_file(
                         break
             finally:
                 outcomes.close()
+            if not report.rewritten and report.skipped_lines == report.read:
+                # nothing was readable: an empty `out` would pass for a rewrite that found no axis-B trace
+                named = ", ".join(str(p) for p in inputs)
+                read = (
+                    f"none of its {report.read} line(s) is a trajectory record"
+                    if report.read
+                    else "it is empty"
+                )
+                raise SourceError(f"--input {named}: {read}; nothing was written")
     finally:
         if reject_sink is not None:
             reject_sink.close()

@@ -34,7 +34,9 @@ class RunLock:
     """An exclusive `flock` on `run.lock`, holding the owner's pid (for the message another eval gets).
 
     The kernel drops the lock when the holder exits, however it exits, so a crashed run never leaves
-    its directory locked; the file itself stays (an unlocked file locks nothing).
+    its directory locked (the file it leaves locks nothing). A run that ends removes the file while it
+    still holds the lock; an acquirer that locked a file since removed (it opened it just before) sees
+    the path no longer names what it locked, and tries again on the new file.
     """
 
     def __init__(self, run_dir: Path):
@@ -42,32 +44,35 @@ class RunLock:
         self.fd: int | None = None
 
     def acquire(self) -> RunLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise RunnerError(
-                f"run directory {self.path.parent} is in use by pid {holder} (another eval is writing "
-                "to it); wait for that run to finish, or use another --out"
-            ) from None
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise RunnerError(
+                    f"run directory {self.path.parent} is in use by pid {holder} (another eval is writing "
+                    "to it); wait for that run to finish, or use another --out"
+                ) from None
+            try:
+                current = os.stat(self.path).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(fd).st_ino:
+                break
+            os.close(fd)  # the holder removed it as we opened it: lock the file there now
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self.fd = fd
         return self
 
     def release(self) -> None:
-        if self.fd is not None:
-            os.ftruncate(self.fd, 0)
-            os.close(self.fd)  # closing the descriptor releases the lock
-            self.fd = None
-
-    def discard(self) -> None:
-        """Remove the lock file, then release: for a run directory given up before it held anything."""
+        """Remove the lock file, then unlock (closing the descriptor releases the lock)."""
         if self.fd is not None:
             self.path.unlink(missing_ok=True)
-        self.release()
+            os.close(self.fd)
+            self.fd = None
 
 
 # -- run.json -------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ from shoparena.scoring.similarity import (
     default_cache_path,
     make_similarity,
 )
-from shoparena.scoring.suite import load_problem_file
+from shoparena.scoring.suite import gold_coverage, load_problem_file
 
 Judge = Callable[[TrajectoryRecord, Problem], JudgeVerdict]
 """`judge(record, problem)`: the runner takes the judge as a callable (agents sit below the judge)."""
@@ -96,6 +96,8 @@ class RunResult(BaseModel):
     episodes_retried: int = 0
     """Of `episodes_run`, how many re-ran an errored episode (`retry_errors`)."""
     dropped_partial_line: bool
+    warnings: list[str] = Field(default_factory=list)
+    """What the user must hear about the run's inputs (problems whose gold is not in the catalogue)."""
     metrics: dict = Field(default_factory=dict)
     wall_s: float
 
@@ -178,6 +180,7 @@ class OpenRun:
     """The directories this eval made for `run_dir` (itself first): removed again if it never claims it."""
     backend: CatalogBackend | None = None
     scorer: RuleScorer | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def planned(self) -> Iterator[EpisodeTask]:
         """The tasks still to run, sample-major: every problem's first sample before any second, so
@@ -204,12 +207,12 @@ class OpenRun:
 
 
 def release_run_dir(run_dir: Path, lock: RunLock, created: list[Path]) -> None:
-    """Release the lock; a directory this eval created but never claimed (no run.json: the agent was
-    never built, or the problems never loaded) is removed again, so a failed start leaves nothing."""
+    """Release the lock (removing run.lock, so a finished run leaves none); a directory this eval created
+    but never claimed (no run.json: the agent was never built, or the problems never loaded) is removed
+    again, so a failed start leaves nothing."""
+    lock.release()
     if not created or (run_dir / RUN_FILE).exists():
-        lock.release()
         return
-    lock.discard()
     for path in created:  # the run directory first, then the parents made for it; only while empty
         with suppress(OSError):
             path.rmdir()
@@ -309,6 +312,9 @@ def _open_locked(
     )  # fmt: skip
     run.backend = open_catalog(config.catalog)
     try:
+        # before any episode runs: problems made from another catalogue would all score 0
+        coverage = gold_coverage(selected, run.backend).require(f"catalogue {config.catalog}")
+        run.warnings = [coverage] if coverage else []
         adopt_suite_embeddings(selected, title_similarity)
         run.scorer = RuleScorer(run.backend, title_similarity, config.mode)
     except BaseException:
@@ -434,6 +440,7 @@ def finish_run(run: OpenRun, ran: int, started: float) -> RunResult:
         episodes_resumed=run.progress.resumed,
         episodes_retried=len(run.retry),
         dropped_partial_line=run.log.truncated_tail,
+        warnings=run.warnings,
         metrics=metrics,
         wall_s=time.perf_counter() - started,
     )

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from shoparena.catalog.generator import GENERATOR_VERSION, CatalogGenerator
 from shoparena.catalog.loader import (
@@ -366,7 +366,76 @@ def read_meta(path: Path) -> CatalogMeta:
         raise CatalogDirError(
             f"{path}: not a catalogue directory (no {META_FILE}); build one with `shoparena catalog build`"
         )
-    return CatalogMeta.model_validate_json(meta_path.read_bytes())
+    try:
+        return CatalogMeta.model_validate_json(meta_path.read_bytes())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise CatalogDirError(
+            f"{meta_path} is corrupt ({where + ': ' if where else ''}{first['msg']}); rebuild the catalogue "
+            "with `shoparena catalog build --force`"
+        ) from None
+    except OSError as exc:
+        raise CatalogDirError(f"{meta_path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _check_built(path: Path, meta: CatalogMeta, index: bool) -> None:
+    """Refuse a directory whose product store (or, for the embedded engine, search index) is missing:
+    opened anyway, every search would answer "no results"."""
+    rebuild = "rebuild it with `shoparena catalog build --force`"
+    if not (path / STORE_DIR / "data.mdb").is_file():
+        raise CatalogDirError(f"{path}: the product store {STORE_DIR}/ is missing or empty; {rebuild}")
+    if index and not (path / INDEX_DIR / "meta.json").is_file():
+        raise CatalogDirError(f"{path}: the search index {INDEX_DIR}/ is missing or empty; {rebuild}")
+
+
+def open_product_store(path: Path) -> ProductStore:
+    """The product store of the catalogue directory `path`; a missing or damaged one is a
+    `CatalogDirError` saying so."""
+    rebuild = "rebuild it with `shoparena catalog build --force`"
+    if not (path / STORE_DIR / "data.mdb").is_file():
+        raise CatalogDirError(f"{path}: the product store {STORE_DIR}/ is missing or empty; {rebuild}")
+    try:
+        return ProductStore(path / STORE_DIR)
+    except Exception as exc:  # lmdb.Error and the like: a damaged store
+        raise CatalogDirError(
+            f"{path}: the product store {STORE_DIR}/ is unreadable ({exc}); {rebuild}"
+        ) from None
+
+
+def _unreadable_index(path: Path, exc: BaseException) -> CatalogDirError:
+    reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return CatalogDirError(
+        f"{path}: the search index {INDEX_DIR}/ is unreadable ({reason}); rebuild it with "
+        "`shoparena catalog build --force`"
+    )
+
+
+def _open_tantivy(path: Path, meta: CatalogMeta) -> TantivyCatalog:
+    """The embedded engine over `path`, checked against meta.json: an index or store that does not hold
+    the catalogue's products is an error here, not a search that finds nothing."""
+    rebuild = "rebuild it with `shoparena catalog build --force`"
+    store = open_product_store(path)
+    try:
+        catalog = TantivyCatalog(path / INDEX_DIR, store)
+    except Exception as exc:  # tantivy's ValueError on a damaged index
+        store.close()
+        raise _unreadable_index(path, exc) from None
+    except BaseException as exc:  # its Rust panic (pyo3's PanicException is a BaseException)
+        store.close()
+        if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+            raise
+        raise _unreadable_index(path, exc) from None
+    counts = {"search index": catalog.document_count, "product store": len(store)}
+    wrong = [f"its {name} holds {n:,}" for name, n in counts.items() if n != meta.n_products]
+    if wrong:
+        catalog.close()
+        raise CatalogDirError(
+            f"{path}: {META_FILE} says {meta.n_products:,} products but "
+            + " and ".join(wrong)
+            + f"; {rebuild}"
+        )
+    return catalog
 
 
 BACKENDS = ("tantivy", "elasticsearch")
@@ -384,7 +453,9 @@ def open_catalog(
     or lacks the index, is an `ElasticBackendError` here rather than on the first search.
     """
     path = Path(path)
-    read_meta(path)
+    meta = read_meta(path)
+    if backend in BACKENDS:
+        _check_built(path, meta, index=backend == "tantivy")
     if backend == "elasticsearch":
         from shoparena.index.elastic_backend import ElasticCatalog
 
@@ -407,7 +478,7 @@ def open_catalog(
         raise CatalogDirError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
     if url is not None or index is not None:
         raise CatalogDirError("a server URL and index apply to the elasticsearch backend only")
-    return TantivyCatalog(path / INDEX_DIR, ProductStore(path / STORE_DIR))
+    return _open_tantivy(path, meta)
 
 
 def read_shops(path: Path | str) -> list[Shop]:

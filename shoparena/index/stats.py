@@ -7,15 +7,13 @@ from pathlib import Path
 
 import numpy as np
 
-from shoparena.index.catalog_dir import CatalogMeta
-from shoparena.index.catalog_files import STORE_DIR
-from shoparena.index.product_store import ProductStore
+from shoparena.index.catalog_dir import CatalogMeta, open_product_store
 
 SAMPLE_LIMIT = 200_000  # prices are sampled past this so stats stay bounded on 2.7M products
 
 
 def catalog_stats(path: Path, meta: CatalogMeta) -> dict:
-    store = ProductStore(Path(path) / STORE_DIR)
+    store = open_product_store(Path(path))
     categories: Counter = Counter()
     services: Counter = Counter()
     prices: list[float] = []

@@ -59,7 +59,8 @@ def make_schema() -> tantivy.Schema:
 
 
 def open_tantivy_index(path: Path, create: bool = False) -> tantivy.Index:
-    path.mkdir(parents=True, exist_ok=True)
+    if create:  # opening one to read must not make an empty index where the catalogue has none
+        path.mkdir(parents=True, exist_ok=True)
     index = tantivy.Index(make_schema(), path=str(path), reuse=not create)
     index.register_tokenizer(ANALYZER_NAME, make_analyzer())
     return index
@@ -77,6 +78,10 @@ class TantivyCatalog:
 
     def __len__(self) -> int:
         return len(self.store)
+
+    @property
+    def document_count(self) -> int:
+        return self._searcher.num_docs
 
     @property
     def segment_count(self) -> int:

@@ -6,6 +6,7 @@ without importing this package (agents sit below judge).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shoparena.index.staging import staged_file
 from shoparena.judge.llm import JudgeCircuitOpen, JudgeError, LLMJudge
 from shoparena.judge.offline import OfflineJudge
 from shoparena.judge.panel import PanelJudge
@@ -93,7 +95,7 @@ class JudgeFileReport(BaseModel):
     input: str
     output: str
     records: int
-    """Valid records read (each is written out, judged or not)."""
+    """Valid records read (each is written out, judged or not; with none, no output file is written)."""
     judge_failures: int
     stopped_early: bool
     """The judge's circuit breaker opened; the remaining records were written without a verdict."""
@@ -102,6 +104,10 @@ class JudgeFileReport(BaseModel):
     rejects: list[LineReject] = Field(default_factory=list)
     failures: list[str] = Field(default_factory=list)
     summary: JudgeSummary
+
+
+class _NothingToWrite(Exception):
+    pass
 
 
 def judge_file(
@@ -114,7 +120,8 @@ def judge_file(
 
     A line that is not a valid record is reported and skipped; a record the judge cannot judge is
     written unjudged (judge: null) and reported; the rest go on. A record of an episode that ended in
-    an error (a crash, a timeout) is written unjudged: it has no reasoning to grade.
+    an error (a crash, a timeout) is written unjudged: it has no reasoning to grade. The output appears
+    whole when the file is done (`staged_file`), and not at all when no line was a record.
     """
     input_path, output_path = Path(input_path), Path(output_path)
     if input_path.resolve() == output_path.resolve():
@@ -126,37 +133,42 @@ def judge_file(
     stopped = False
     attempted = 0
     errored = 0
+    judged = 0
     output_path.parent.mkdir(parents=True, exist_ok=True)
-    with input_path.open("rb") as source, output_path.open("wb") as sink:
-        for number, line in enumerate(source, start=1):
-            if progress:
-                progress(1)
-            if not line.strip():
-                continue
-            try:
-                record = TrajectoryRecord.model_validate(orjson.loads(line))
-            except (orjson.JSONDecodeError, ValidationError) as exc:
-                rejects.append(LineReject(line=number, error=invalid_record_reason(exc)))
-                continue
-            verdict: JudgeVerdict | None = None
-            errored += bool(record.outcome.error)
-            if not stopped and not record.outcome.error:  # a crash or timeout is not judged
-                attempted += 1
+    with contextlib.suppress(_NothingToWrite), staged_file(output_path) as partial:
+        with input_path.open("rb") as source, partial.open("wb") as sink:
+            for number, line in enumerate(source, start=1):
+                if progress:
+                    progress(1)
+                if not line.strip():
+                    continue
                 try:
-                    verdict = judge(record)
-                except JudgeCircuitOpen as exc:
-                    stopped = True
-                    failures.append(f"line {number}: {exc}")
-                except JudgeError as exc:
-                    failures.append(f"line {number}: {exc}")
-                    if getattr(getattr(judge, "stats", None), "circuit_open", False):
+                    record = TrajectoryRecord.model_validate(orjson.loads(line))
+                except (orjson.JSONDecodeError, ValidationError) as exc:
+                    rejects.append(LineReject(line=number, error=invalid_record_reason(exc)))
+                    continue
+                verdict: JudgeVerdict | None = None
+                errored += bool(record.outcome.error)
+                if not stopped and not record.outcome.error:  # a crash or timeout is not judged
+                    attempted += 1
+                    try:
+                        verdict = judge(record)
+                        judged += 1
+                    except JudgeCircuitOpen as exc:
                         stopped = True
-            record.judge = verdict
-            verdicts.append(verdict)
-            if record.score.success is not None:
-                successes.append(record.score.success)
-            sink.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
-    judged_failures = sum(1 for v in verdicts[:attempted] if v is None)
+                        failures.append(f"line {number}: {exc}")
+                    except JudgeError as exc:
+                        failures.append(f"line {number}: {exc}")
+                        if getattr(getattr(judge, "stats", None), "circuit_open", False):
+                            stopped = True
+                record.judge = verdict
+                verdicts.append(verdict)
+                if record.score.success is not None:
+                    successes.append(record.score.success)
+                sink.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+        if not verdicts:
+            raise _NothingToWrite  # an empty output would pass for a judged file: write none
+    judged_failures = attempted - judged
     success_rate = sum(successes) / len(successes) if successes else None
     return JudgeFileReport(
         input=str(input_path),

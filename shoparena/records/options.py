@@ -68,6 +68,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         text = Path(path).read_text()
     except OSError as exc:
         raise ConfigError(f"config {path}: cannot read it ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError:
+        raise ConfigError(f"config {path}: not a text file (not UTF-8); give a YAML or JSON file") from None
     try:
         if Path(path).suffix in (".yaml", ".yml"):
             import yaml

@@ -6,6 +6,7 @@ rejects and precomputed embeddings the same way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +27,95 @@ from shoparena.scoring.rules import (
 from shoparena.scoring.similarity import TitleSimilarity, adopt_suite_embeddings
 
 BATCH = 512
+
+
+# -- do the problems fit the catalogue? -----------------------------------------------------------
+
+
+class CatalogMismatchError(ValueError):
+    """None of a suite's gold products is in the catalogue it is scored on: every score would be 0."""
+
+
+def _title_key(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+class GoldCoverage(BaseModel):
+    """How many of a suite's gold products the catalogue holds. A gold product counts as held when its
+    id is there under the same title: synthetic catalogues of different seeds share ids, so an id alone
+    would take problems made from another catalogue for this one's."""
+
+    n_problems: int
+    n_gold: int
+    """Distinct gold products (id and title) of the problems."""
+    n_absent: int = 0
+    """Of those, how many the catalogue does not hold."""
+    missing_ids: list[str] = Field(default_factory=list)
+    """Gold ids the catalogue lacks."""
+    other_titles: list[tuple[str, str, str]] = Field(default_factory=list)
+    """(id, the catalogue's title, the problem's title) where the id names another product."""
+    problems_affected: int = 0
+    """Problems with at least one gold product not held: they cannot be solved here."""
+
+    def _detail(self) -> str:
+        parts = []
+        if self.missing_ids:
+            parts.append(f"{len(self.missing_ids)} id(s) missing, e.g. {self.missing_ids[0]}")
+        if self.other_titles:
+            pid, here, there = self.other_titles[0]
+            parts.append(
+                f"{len(self.other_titles)} id(s) naming another product, e.g. {pid} is {here[:40]!r} "
+                f"in the catalogue but {there[:40]!r} in the problem"
+            )
+        return "; ".join(parts)
+
+    def note(self) -> str | None:
+        """The warning when some (not all) gold products are absent; None when all are held."""
+        if not self.n_absent:
+            return None
+        return (
+            f"{self.problems_affected} of {self.n_problems} problem(s) have gold products that are not in "
+            f"the catalogue ({self._detail()}): they cannot be solved and score 0"
+        )
+
+    def require(self, catalog: str = "the catalogue") -> str | None:
+        """Raise `CatalogMismatchError` when no gold product is held; else the partial warning (or None)."""
+        if self.n_gold and self.n_absent == self.n_gold:
+            raise CatalogMismatchError(
+                f"none of the {self.n_gold} gold product(s) of the {self.n_problems} problem(s) is in "
+                f"{catalog} ({self._detail()}): the problems were made from another catalogue; use the "
+                "catalogue they came from, or generate problems from this one "
+                "(`shoparena problems generate`)"
+            )
+        return self.note()
+
+
+def gold_coverage(problems: Sequence[Problem], lookup: ProductLookup) -> GoldCoverage:
+    """Which gold products of `problems` `lookup` holds (one batched lookup)."""
+    wanted = {
+        (spec.product_id, spec.title[0] if spec.title else None) for p in problems for spec in p.rewards
+    }
+    found = lookup.get_products(sorted({pid for pid, _ in wanted}))
+    missing = sorted({pid for pid, _ in wanted if pid not in found})
+    other = sorted(
+        (pid, found[pid].title, title)
+        for pid, title in wanted
+        if pid in found and title is not None and _title_key(found[pid].title) != _title_key(title)
+    )
+    absent = {(pid, title) for pid, title in wanted if pid in missing} | {(pid, t) for pid, _, t in other}
+    affected = sum(
+        1
+        for p in problems
+        if any((spec.product_id, spec.title[0] if spec.title else None) in absent for spec in p.rewards)
+    )
+    return GoldCoverage(
+        n_problems=len(problems),
+        n_gold=len(wanted),
+        n_absent=len(absent),
+        missing_ids=missing,
+        other_titles=other,
+        problems_affected=affected,
+    )
 
 
 class SuiteScore(BaseModel):
@@ -106,9 +196,13 @@ def score_episodes(
 ) -> SuiteScore:
     """Score matched episodes. Under the strict denominator (strict mode's, or asked for with
     `strict_denominator=True` in upstream mode) every problem nobody answered adds a failure; otherwise
-    it is left out of the metrics, and `SuiteScore.denominator_warning()` says so."""
+    it is left out of the metrics, and `SuiteScore.denominator_warning()` says so. Problems whose gold
+    products are not in `lookup` are a note; when none is, `CatalogMismatchError` (nothing to score)."""
     strict_denominator = mode == "strict" if strict_denominator is None else strict_denominator
+    coverage = gold_coverage(problems, lookup).require()
     notes = adopt_suite_embeddings(problems, similarity)
+    if coverage:
+        notes.insert(0, coverage)
     scorer = RuleScorer(lookup, similarity, mode, title_threshold)
     scores: list[ProblemScore] = []
     for start in range(0, len(episodes), BATCH):

@@ -75,6 +75,8 @@ def make_engine(store: str | os.PathLike | None = None, *, create: bool = True, 
         parent = Path(url.database).parent
         if not parent.is_dir():
             raise StoreURLError(f"--store {url_text}: directory {parent} does not exist")
+        if Path(url.database).is_dir():
+            raise StoreURLError(f"--store {url.database} is a directory; give the store's SQLite file")
         if not create and not Path(url.database).exists():
             raise StoreURLError(
                 f"--store {url.database}: no such store (the file does not exist); check the path, "

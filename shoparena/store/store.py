@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 from sqlalchemy import Connection, Engine, and_, func, select
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError
 
 from shoparena.records.trajectory import TrajectoryRecord
 from shoparena.store.engine import current_revision, make_engine, upgrade_to_head, write_transaction
@@ -67,8 +67,10 @@ class StoreStats(BaseModel):
 class TrajectoryStore:
     """One open store. Thread-safe as SQLAlchemy engines are; close it (or use `with`) when done."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, created_file: Path | None = None):
         self.engine = engine
+        self.created_file = created_file
+        """The SQLite file this open created (it did not exist before), else None."""
 
     @property
     def dialect(self) -> str:
@@ -86,6 +88,21 @@ class TrajectoryStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def discard_if_unused(self) -> bool:
+        """Close, and delete the SQLite file if this open created it and it holds no evaluation: a
+        command that stored nothing (every input rejected, an error) leaves no empty database behind."""
+        created = self.created_file
+        try:
+            unused = created is not None and self.count(RecordFilter(include_invalidated=True)) == 0
+        except Exception:
+            unused = created is not None
+        self.close()
+        if not unused or created is None:
+            return False
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            created.with_name(created.name + suffix).unlink(missing_ok=True)
+        return True
 
     # -- writing ------------------------------------------------------------------------------------
 
@@ -209,6 +226,9 @@ class TrajectoryStore:
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Write the selected records to `out` (replaced atomically); returns how many were written."""
+        database = self.engine.url.database if self.dialect == "sqlite" else None
+        if database and Path(database).exists() and Path(out).exists() and Path(out).samefile(database):
+            raise StoreError(f"--out {out} is the store's own database file; export to another file")
         return export(self.engine, where or RecordFilter(), Path(out), fmt, progress)
 
     def stats(self, where: RecordFilter | None = None) -> StoreStats:
@@ -280,15 +300,24 @@ def open_store(
     a `StoreURLError` naming it, not a new empty store (a PostgreSQL database is never created here).
     """
     engine = make_engine(store, create=create)
+    database = engine.url.database
+    created = None
+    if engine.dialect.name == "sqlite" and database not in (None, "", ":memory:"):
+        created = None if Path(database).exists() else Path(database)
     try:
         if migrate:
             upgrade_to_head(engine)
-    except OperationalError as exc:
+    except DatabaseError as exc:  # OperationalError, and "file is not a database" (a DatabaseError)
         engine.dispose()
+        if created is not None:
+            created.unlink(missing_ok=True)
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         shown = engine.url.render_as_string(hide_password=True)
-        raise StoreError(f"cannot open store {shown}: {reason}") from exc
+        hint = (
+            "; --store takes a store's SQLite file or a PostgreSQL URL" if "not a database" in reason else ""
+        )
+        raise StoreError(f"cannot open store {shown}: {reason}{hint}") from exc
     except BaseException:
         engine.dispose()
         raise
-    return TrajectoryStore(engine)
+    return TrajectoryStore(engine, created)

@@ -11,8 +11,16 @@ builds one option per field, so an option is written once).
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import shutil
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -21,6 +29,8 @@ from shoparena.records.options import ConfigError, config_errors, read_config_fi
 from shoparena.train.reporting import REPORT_TO_HELP, ReportToOption
 
 RESOLVED_CONFIG = "config.resolved.json"
+FAILED_FILE = "failed.json"
+"""Left in a stage's output directory by a run that failed after writing its own outputs: why it failed."""
 
 
 class StageConfig(BaseModel):
@@ -103,3 +113,78 @@ class StageResult(BaseModel):
     def model_path(self) -> Path:
         """The checkpoint a later stage or `shoparena eval --agent hf:` should load."""
         return self.merged or self.checkpoint
+
+
+# -- a failed stage leaves nothing half-made ------------------------------------------------------------
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """`path` and each of its ancestors that does not exist yet, nearest first."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextmanager
+def stage_outputs(stage: str, out: Path) -> Iterator[None]:
+    """One run of a stage writing into `out`. If it raises, what it made does not pass for a result:
+    when `out` was new (or empty) and the run wrote no more than its resolved config (it failed on its
+    inputs: a model that does not load, rows that cannot be read), everything it created is removed
+    again — `out` and the parents it made included; otherwise (it got further: metrics, rollouts,
+    dropped rows worth reading; or `out` held an earlier run's files) they stay and `failed.json` says
+    the run failed and why. A later run removes a stale `failed.json`. Only the main process of a
+    distributed run touches the directory; Ctrl-C keeps the outputs as they are."""
+    created = _missing_dirs(out)
+    before = set(os.listdir(out)) if out.is_dir() else set()
+    from shoparena.train.metrics import is_main_process
+
+    main = is_main_process()
+    if main:
+        with contextlib.suppress(OSError):
+            (out / FAILED_FILE).unlink(missing_ok=True)
+        before.discard(FAILED_FILE)
+    try:
+        yield
+    except Exception as exc:
+        if main and out.is_dir():
+            new = set(os.listdir(out)) - before
+            if not before and new <= {RESOLVED_CONFIG}:
+                for name in new:
+                    _remove(out / name)
+                for path in created:  # `out` first, then the parents made for it, while empty
+                    with contextlib.suppress(OSError):
+                        path.rmdir()
+            else:
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                record = {
+                    "stage": stage,
+                    "failed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "error": f"{type(exc).__name__}: {reason}",
+                    "traceback": traceback.format_exc(limit=8),
+                }
+                with contextlib.suppress(OSError):
+                    (out / FAILED_FILE).write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
+        raise
+
+
+Run = TypeVar("Run", bound=Callable[..., Any])
+
+
+def cleans_up(run: Run) -> Run:
+    """Wrap a stage's `run_<stage>(config, ...)` in `stage_outputs(config.stage, config.out)`."""
+
+    @functools.wraps(run)
+    def wrapper(config: StageConfig, *args: Any, **kwargs: Any) -> Any:
+        with stage_outputs(config.stage, Path(config.out)):
+            return run(config, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoparena.records.options import Profile, SimilarityName
-from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult
+from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult, cleans_up
 from shoparena.train.metrics import (
     METRICS_FILE,
     REPORT_FILE,
@@ -284,6 +284,7 @@ def load_training_problems(config: GRPOStageConfig, say: Callable[[str], None]) 
     return report.kept, report.counts()
 
 
+@cleans_up
 def run_grpo(config: GRPOStageConfig, *, say: Callable[[str], None] = print) -> StageResult:
     """Run the stage: leak-guarded problems → multi-turn rollouts → Dr. GRPO updates → checkpoint + report."""
     import torch

@@ -20,7 +20,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, field_validator
 
 from shoparena.records.options import CliFlag, SimilarityName
-from shoparena.train.config import StageConfig, StageResult
+from shoparena.train.config import StageConfig, StageResult, cleans_up
 from shoparena.train.kto_probe import Probe, make_probe_callback
 from shoparena.train.rollouts import Sampling, read_records
 
@@ -113,6 +113,7 @@ def read_trajectories(paths: list[Path], limit: int | None = None):
             yield f"{path}:{number}", record
 
 
+@cleans_up
 def run_kto(config: KTOStageConfig) -> StageResult:
     """Label, train, probe, save: see the module docstring."""
     from datasets import Dataset

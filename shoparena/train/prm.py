@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from shoparena.index.staging import staged_file
 from shoparena.records.options import CliFlag, SimilarityName
-from shoparena.train.config import StageConfig, StageResult
+from shoparena.train.config import StageConfig, StageResult, cleans_up
 from shoparena.train.prm_labels import OUTPUTS, StepLabel, labelled_steps
 
 HEAD_DIR = "head"
@@ -156,6 +156,7 @@ def _read_records(paths: list[Path]):
             raise ValueError(f"{label}: not a trajectory record: {exc}") from None
 
 
+@cleans_up
 def run_prm(config: PRMStageConfig) -> StageResult:
     """Label every decision point, cache the base model's features, train and evaluate the head."""
     import torch

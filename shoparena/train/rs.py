@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from shoparena.train.config import StageResult
+from shoparena.train.config import StageResult, cleans_up
 from shoparena.train.sampled_sft import (
     SampledSFTConfig,
     check_single_process,
@@ -49,6 +49,7 @@ def mix_rows(
     return mixed, len(drawn)
 
 
+@cleans_up
 def run_rs(config: RSStageConfig) -> StageResult:
     from shoparena.train.corpus_data import read_training_data
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shoparena.records.options import CliFlag
 from shoparena.train.chat_render import render_row, row_system_prompt, serving_messages
-from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult
+from shoparena.train.config import RESOLVED_CONFIG, StageConfig, StageResult, cleans_up
 from shoparena.train.corpus_data import CorpusSplits, DataError, read_training_data
 from shoparena.train.mask_check import MASK_CHECK_FILE, mask_check_entry, write_mask_check
 from shoparena.train.metrics import (
@@ -349,6 +349,7 @@ def _load_rows(
     return splits
 
 
+@cleans_up
 def run_sft(
     config: SFTStageConfig, *, train_rows: list[dict] | None = None, eval_rows: list[dict] | None = None
 ) -> StageResult:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from shoparena.train.config import StageResult
+from shoparena.train.config import StageResult, cleans_up
 from shoparena.train.sampled_sft import (
     SampledSFTConfig,
     check_single_process,
@@ -57,6 +57,7 @@ def upsample(rows: list[dict], bucket: str, copies: int, seed: int) -> tuple[lis
     return out, hits
 
 
+@cleans_up
 def run_teacher(config: TeacherStageConfig) -> StageResult:
     from shoparena.train.corpus_data import read_training_data
 

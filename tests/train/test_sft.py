@@ -175,3 +175,29 @@ def test_config_errors_name_the_key(tmp_path, tiny_model_dir):
     assert result.exit_code == 2 and "--corpus" in result.output
     result = CliRunner().invoke(app, ["train", "sft", "--out", str(tmp_path / "o"), "--lora-r", "0"])
     assert result.exit_code == 2 and "lora_r" in result.output and "model" in result.output
+
+
+def test_a_failed_run_leaves_nothing_or_says_it_failed(tiny_model_dir, tmp_path):
+    """Failing on its inputs (rows that cannot be read) leaves no OUT at all, not even the resolved config;
+    failing after writing what a user needs to see (every row dropped: dropped.jsonl says why) keeps it
+    and writes failed.json with the reason, which the next run into OUT replaces with its own verdict."""
+    out = tmp_path / "runs" / "sft"
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(b"{not json\n")
+    args = ["train", "sft", "--model", str(tiny_model_dir), "--out", str(out), "--no-progress"]
+    result = CliRunner().invoke(app, [*args, "--data", str(garbage)])
+    assert result.exit_code == 2 and "not JSON" in result.output, result.output
+    assert not (tmp_path / "runs").exists()  # no config.resolved.json, no OUT, no parent made for it
+
+    rows = tmp_path / "rows.jsonl"
+    row = {"messages": [{"role": "user", "content": "hi " * 50}, {"role": "assistant", "content": "hello"}]}
+    rows.write_text(json.dumps(row) + "\n")
+    result = CliRunner().invoke(app, [*args, "--data", str(rows), "--max-length", "16"])
+    assert result.exit_code == 2 and "every training row was dropped" in result.output, result.output
+    failed = json.loads((out / "failed.json").read_text())
+    assert failed["stage"] == "sft" and "every training row was dropped" in failed["error"]
+    assert (out / "dropped.jsonl").exists() and (out / "config.resolved.json").exists()
+
+    result = CliRunner().invoke(app, [*args, "--data", str(garbage)])  # into an OUT with files: marked
+    assert result.exit_code == 2 and "not JSON" in json.loads((out / "failed.json").read_text())["error"]
+    assert (out / "dropped.jsonl").exists()  # what was there before this run stays

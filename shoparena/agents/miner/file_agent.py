@@ -369,7 +369,8 @@ def _check_source(path: Path, source: bytes) -> None:
     try:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
-        raise AgentSpecError(f"miner file {path}: line {exc.lineno}: {exc.msg}") from None
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        raise AgentSpecError(f"miner file {path}: {where}{exc.msg}") from None
     bound: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -63,3 +63,14 @@ def test_bank_commands_fail_clearly(arena_dir, tmp_path):  # noqa: F811
     assert added.exit_code == 2 and "race_bank.jsonl:1" in added.output
     nowhere = invoke("arena", "bank", "add", "--dir", tmp_path / "none", "--n", 3, "--seed", 1)
     assert nowhere.exit_code == 2 and "not an arena directory" in nowhere.output
+
+
+def test_a_bank_add_that_adds_nothing_new_fails(arena_dir):  # noqa: F811
+    """Every generated task in a never-touch cluster (seed 3 makes the arena's own suite again): the bank
+    cannot grow from this seed, and exit 0 would read as done."""
+    dropped = invoke("arena", "bank", "add", "--dir", arena_dir, "--n", 6, "--seed", 3)
+    assert dropped.exit_code == 1, dropped.output
+    assert "error: no problem added to the bank: all 6 generated fall in a never-touch leak cluster" in (
+        dropped.output
+    )
+    assert read_bank(arena_dir).size == 0
