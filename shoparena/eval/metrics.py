@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from shoparena.agents.miner.crash import parse_crash
 from shoparena.eval.config import RunConfig
 from shoparena.eval.episodes import EpisodeDigest
 from shoparena.problems.models import Problem
@@ -19,6 +20,15 @@ from shoparena.scoring.suite import score_episodes
 
 METRICS_SCHEMA = "shoparena.eval-metrics/1"
 ERROR_EXAMPLE_CHARS = 300
+
+
+def error_example(error: str) -> str:
+    """An error as one line for a summary: its first line, and for a miner's crash where in the
+    miner's own code it raised (`my_bot.py:7 in parse_budget`), never the harness's frame."""
+    crash = parse_crash(error)
+    where = crash.where()
+    text = crash.summary + (f" (at {where})" if where else "")
+    return text[:ERROR_EXAMPLE_CHARS]
 
 
 def _metric(value: Any) -> dict:
@@ -77,7 +87,8 @@ def compute_metrics(
         kind = record.error_kind
         if kind is not None:
             errors[kind] = errors.get(kind, 0) + 1
-            examples.setdefault(kind, (record.error or "")[:ERROR_EXAMPLE_CHARS])
+            if kind not in examples:
+                examples[kind] = error_example(record.error or "")
     superseded = sum(n - 1 for key, n in (attempts or {}).items() if key in wanted)
     stored = {r.key: r.success for r in selected}
     rescored = {(s.problem_id, s.sample): s.success for s in suite.scores if s.answered}

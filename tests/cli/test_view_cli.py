@@ -146,6 +146,9 @@ def test_a_crashed_miner_gets_no_judge_verdict_and_its_row_says_why(crashed_run)
     assert recs and all(r["outcome"]["error"] and r["judge"] is None for r in recs)
     metrics = json.loads((crashed_run / "metrics.json").read_text())
     assert metrics["judge"] is None and metrics["counts"]["errors_by_kind"] == {"agent crashed": len(recs)}
+    # eval's own summary of the crash names the miner's line, not the harness's runner frame
+    example = metrics["error_examples"]["agent crashed"]
+    assert example.endswith("(at my_bot.py:7 in parse_budget)") and "_shoparena_runner" not in example
     result = view(crashed_run)
     assert result.exit_code == 0, result.output
     for line in result.output.splitlines()[1:-1]:
