@@ -44,18 +44,19 @@ ERROR_CHARS = 160
 HTML_EPISODES = 400
 """report.html shows at most this many episodes in full (the table lists every one)."""
 CONSTRAINT_LABELS = {
-    "finished": "the episode ended without an error",
-    "answered": "a recommendation was made",
-    "scoreable": "the problem asks something checkable",
-    "grounded": "every recommended id came from a search of the episode",
-    "title": "the title matches what was asked",
-    "price": "the price is within the asked range",
-    "service": "the asked services (COD, free shipping …) are offered",
-    "sku_attr": "the asked SKU options and attributes are present",
-    "knowledge": "the product has the asked knowledge attribute",
-    "shop": "every item comes from one shop",
-    "budget": "the total, after the voucher, is within the budget",
+    "finished": "the episode must end without an error",
+    "answered": "a recommendation must be made",
+    "scoreable": "the problem must ask something checkable",
+    "grounded": "every recommended id must come from a search of the episode",
+    "title": "the title must match what was asked",
+    "price": "the price must be within the asked range",
+    "service": "the asked services (COD, free shipping …) must be offered",
+    "sku_attr": "the asked SKU options and attributes must be present",
+    "knowledge": "the product must have the asked knowledge attribute",
+    "shop": "every item must come from one shop",
+    "budget": "the total, after the voucher, must be within the budget",
 }
+"""What each constraint requires, worded so it reads right beside both `ok` and `FAIL`."""
 
 
 class ConstraintVerdict(BaseModel):

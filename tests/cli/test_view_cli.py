@@ -137,7 +137,7 @@ def test_a_failed_budget_is_named(agentic_run, tmp_path):
     row = next(r for r in json.loads(view(path, "--json").stdout)["episodes"] if r["bucket"] == "voucher")
     assert "budget" in row["failing"]
     result = view(path, row["problem_id"])
-    assert "FAIL budget — the total, after the voucher, is within the budget" in result.output
+    assert "FAIL budget — the total, after the voucher, must be within the budget" in result.output
 
 
 def test_a_crashed_miner_gets_no_judge_verdict_and_its_row_says_why(crashed_run):
