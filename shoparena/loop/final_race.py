@@ -1,9 +1,13 @@
 """The loop's last arena day: the distilled checkpoint goes back into the arena as a miner.
 
 The miner file is the season's axis-A miner (`agentic_model`: the model emits every tool call through
-the arena's inference proxy) rendered with one constant changed — the model it asks for is
-`shoparena-distilled` (a `season.variants.Variant`, as the season's own variants are made) —
-so the final race compares models under one policy. The checkpoint is served as an OpenAI-compatible
+the arena's inference proxy) rendered with three constants changed (a `season.variants.Variant`, as the
+season's own variants are made): the model it asks for is `shoparena-distilled`, its system prompt is
+the one the training rows are served with (`DEFAULT_SYSTEM_PROMPT`, which `hf:` and `model serve` add),
+and it sends the model's reasoning back with each turn, so with its `tool` messages (`miner_sdk.
+tool_message`: the real results, verified by the proxy) every prompt the served model is given is the
+training rendering of the episode so far (`train.chat_render.render_row`), byte for byte. The final
+race compares models under one policy. The checkpoint is served as an OpenAI-compatible
 endpoint (`agents.model_server`: transformers in-process, or vLLM), and the validators' proxy
 allowlist maps `shoparena-distilled` to it. Everything else is the season's machinery: a one-day
 continuation of the season in a copy of its arena, the roster's miners racing with their latest
@@ -22,11 +26,14 @@ AXIS_A_MINER = "agentic_model"
 
 
 def distilled_miner_source() -> str:
-    """The season's axis-A miner file, asking for the distilled model instead of the reference one."""
+    """The season's axis-A miner file, asking for the distilled model instead of the reference one, with
+    the system prompt the model was trained with and its reasoning kept in the history."""
+    from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
     from shoparena.season.roster import render_variant
     from shoparena.season.variants import Variant
 
-    return render_variant(Variant(template=AXIS_A_MINER, constants={"MODEL": DISTILLED_MODEL}))
+    constants = {"MODEL": DISTILLED_MODEL, "SYSTEM": DEFAULT_SYSTEM_PROMPT, "KEEP_REASONING": True}
+    return render_variant(Variant(template=AXIS_A_MINER, constants=constants))
 
 
 def copy_arena(source: Path, target: Path) -> None:

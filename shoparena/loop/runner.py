@@ -241,6 +241,13 @@ def pipeline_config(config: LoopConfig, layout: LoopLayout):
 def train(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
     from shoparena.train.pipeline import run_pipeline
 
+    if config.train.recipe == "proof":
+        from shoparena.loop.learn import train_by_proof
+        from shoparena.train.proof import in_process
+
+        with in_process():
+            return train_by_proof(config, layout, say)
+
     result = run_pipeline(pipeline_config(config, layout), layout.train_dir, lambda line: say(f"    {line}"))
     final = result.stages[-1].result.model_path if result.stages else result.base_model
     return {
@@ -271,7 +278,14 @@ def evaluate_season_agents(config: LoopConfig, layout: LoopLayout, say: Say) -> 
 
     pipeline = pipeline_config(config, layout)
     settings = pipeline.evaluate or EvalSettings()
-    problems = held_out_problems(pipeline)
+    if config.train.recipe == "proof":  # the held-out problems the recipe's checkpoints ran on
+        from shoparena.loop.learn import heldout_file
+        from shoparena.problems.io import read_problems
+
+        problems = read_problems(heldout_file(layout)).problems
+        settings = EvalSettings(samples=1, similarity="lexical", step_cap=None)
+    else:
+        problems = held_out_problems(pipeline)
     sandbox = resolve_sandbox(config.season.sandbox)
     files = layout.season_agents_dir / "files"
     files.mkdir(parents=True, exist_ok=True)
@@ -319,7 +333,9 @@ def run_loop(config: LoopConfig, out: Path, say: Say = print) -> LoopResult:
     trained = stages.run(
         "train",
         layout.train_dir,
-        pipeline_config(config, layout).model_dump(mode="json"),
+        _settings(config.train)
+        if config.train.recipe == "proof"
+        else pipeline_config(config, layout).model_dump(mode="json"),
         lambda: train(config, layout, say),
         resumes_inside=True,
     )

@@ -29,7 +29,8 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -165,6 +166,13 @@ class ProofConfig(BaseModel):
     grpo_steps: int | None = Field(None, ge=0, description="Override the preset's grpo_steps.")
 
 
+class EvalPlace(BaseModel):
+    """Where a proof-style evaluation runs: the fields of `ProofConfig` that `eval_model` reads."""
+
+    workers: int = Field(1, ge=1)
+    device: str = "cpu"
+
+
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """95% Wilson score interval of a success rate (meaningful at 0 and at small n)."""
     if n == 0:
@@ -175,8 +183,35 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
 
 
+IN_PROCESS = False
+"""Run the proof's commands in this process (`in_process()`: the loop's train stage, where a subprocess
+per command would spend most of a toy run importing); a subprocess each otherwise."""
+
+
+@contextmanager
+def in_process() -> Iterator[None]:
+    """The proof's `shoparena` commands run in this process inside the block."""
+    global IN_PROCESS
+    before, IN_PROCESS = IN_PROCESS, True
+    try:
+        yield
+    finally:
+        IN_PROCESS = before
+
+
 def shoparena(*args: str, say: Callable[[str], None]) -> None:
     """Run one `shoparena` command (the public CLI: the proof goes through what a user runs)."""
+    if IN_PROCESS:
+        from shoparena.cli import app
+
+        try:
+            app(list(args), standalone_mode=False)
+        except SystemExit as exc:
+            if exc.code not in (0, None):
+                raise RuntimeError(f"`shoparena {' '.join(args[:2])}` failed ({exc.code})") from None
+        except Exception as exc:  # click's usage errors and the command's own
+            raise RuntimeError(f"`shoparena {' '.join(args[:2])}` failed: {exc}") from exc
+        return
     command = [sys.executable, "-c", "from shoparena.cli import main; main()", *args]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -257,11 +292,12 @@ def eval_model(
     catalog: Path,
     out: Path,
     preset: ProofPreset,
-    config: ProofConfig,
+    config: ProofConfig | EvalPlace,
     say,
     limit: int | None = None,
+    profile: str = PROFILE,
 ) -> dict[str, dict[str, Any]]:
-    """`shoparena eval --agent hf:CHECKPOINT`: greedy, strict, the proof's tool profile."""
+    """`shoparena eval --agent hf:CHECKPOINT`: greedy, strict, the tool profile the rows were played with."""
     executor = ["--executor", "inline"] if config.workers == 1 else ["--workers", str(config.workers)]
     shoparena(
         "eval",
@@ -271,7 +307,7 @@ def eval_model(
         "--problems", str(problems),
         "--agent", f"hf:{checkpoint}",
         "--out", str(out),
-        "--profile", PROFILE,
+        "--profile", profile,
         "--mode", "strict",
         "--similarity", "lexical",
         "--temperature", "0",
@@ -299,13 +335,115 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[str, Any]:
-    """The whole proof (see the module doc); returns what it writes to proof.json."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def make_problems(
+    work: Path,
+    catalog: Path,
+    preset: ProofPreset,
+    seed: int,
+    say: Callable[[str], None],
+    never_touch: list[dict] | None = None,
+) -> tuple[list[dict], int]:
+    """Generated training problems (product) and held-out problems (product, then shop + voucher) on
+    `catalog`, written to WORK/train.jsonl and WORK/heldout.jsonl; training problems sharing a gold
+    product, a leak cluster or a query with a held-out problem or with `never_touch` (e.g. a race's
+    pool) are dropped. Returns the kept training problems and how many were dropped."""
+    gen = ["problems", "generate", "--catalog", str(catalog)]
+    shoparena(*gen, "--n", str(preset.train_problems), "--buckets", "product", "--seed", str(seed + 1),
+              "--out", str(work / "train-all.jsonl"), say=say)  # fmt: skip
+    shoparena(*gen, "--n", str(preset.heldout_product), "--buckets", "product", "--seed", str(seed + 1001),
+              "--out", str(work / "heldout-product.jsonl"), say=say)  # fmt: skip
+    heldout = read_jsonl(work / "heldout-product.jsonl")
+    if preset.heldout_other:
+        shoparena(*gen, "--n", str(preset.heldout_other), "--buckets", "shop,voucher", "--seed",
+                  str(seed + 2001), "--out", str(work / "heldout-other.jsonl"), say=say)  # fmt: skip
+        heldout += read_jsonl(work / "heldout-other.jsonl")
+    train_problems, leaked = leak_guard(read_jsonl(work / "train-all.jsonl"), heldout + (never_touch or []))
+    write_jsonl(work / "train.jsonl", train_problems)
+    write_jsonl(work / "heldout.jsonl", heldout)
+    return train_problems, leaked
 
+
+def play_teacher(
+    catalog: Path, work: Path, profile: str, workers: int, say: Callable[[str], None]
+) -> tuple[list[dict], dict[str, dict[str, Any]]]:
+    """The concise teacher plays WORK/train.jsonl with `profile`'s tools; its strictly successful
+    episodes become WORK/corpus/train.jsonl (each row with the system prompt it is served with).
+    Returns the rows and the teacher's per-bucket success."""
     from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
+
+    problems = len(read_jsonl(work / "train.jsonl"))
+    say(f"teacher (reference:agentic, style=concise) plays {problems} training problems ({profile} tools)")
+    shoparena(
+        "eval", "--catalog", str(catalog), "--problems", str(work / "train.jsonl"),
+        "--agent", "reference:agentic", "--option", "style=concise", "--option", "protocol=qwen3",
+        "--profile", profile, "--mode", "strict", "--similarity", "lexical",
+        "--workers", str(workers), "--out", str(work / "teacher"), "--quiet", say=say,
+    )  # fmt: skip
+    teacher = bucket_results(work / "teacher")
+    corpus = work / "corpus"
+    corpus.mkdir(exist_ok=True)
+    rows = rows_from_trajectories(work / "teacher" / "trajectories.jsonl", DEFAULT_SYSTEM_PROMPT)
+    write_jsonl(corpus / "train.jsonl", rows)
+    return rows, teacher
+
+
+def init_model(out: Path, rows_file: Path, preset: ProofPreset, seed: int, say: Callable[[str], None]):
+    """A Qwen3 of the preset's shape from scratch, its tokenizer trained on the rows in `rows_file`."""
     from shoparena.train.tiny_model import TinyModelConfig, make_tiny_model
 
+    say(f"model from scratch, tokenizer trained on {rows_file}")
+    return make_tiny_model(
+        TinyModelConfig(
+            out=out,
+            seed=seed,
+            vocab_size=preset.vocab_size,
+            hidden_size=preset.hidden_size,
+            layers=preset.layers,
+            heads=preset.heads,
+            intermediate_size=preset.intermediate_size,
+            max_position_embeddings=8192,
+            corpus=rows_file,
+        )
+    )
+
+
+def train_scratch(
+    base: Path,
+    rows: list[dict],
+    preset: ProofPreset,
+    minutes: float,
+    device: str,
+    seed: int,
+    checkpoint: Path,
+    metrics_path: Path,
+    say: Callable[[str], None],
+):
+    """Every weight of the model in `base` trained on `rows` for `minutes` (`full_sft.train_full` with
+    the preset's settings), saved whole to `checkpoint`; returns the training log."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    say(f"training every weight for {minutes:g} minutes on {device}")
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype="float32")
+    settings = FullSFTSettings(
+        learning_rate=preset.learning_rate,
+        batch_tokens=preset.batch_tokens,
+        minutes=minutes,
+        device=device,
+        seed=seed,
+        warmup_steps=preset.warmup_steps,
+        epochs=preset.max_epochs,
+        max_length=8192,
+    )
+    log = train_full(model, tokenizer, rows, settings, say=say, metrics_path=metrics_path)
+    model.to("cpu")
+    model.save_pretrained(checkpoint)
+    tokenizer.save_pretrained(checkpoint)
+    return log
+
+
+def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """The whole proof (see the module doc); returns what it writes to proof.json."""
     preset = PRESETS[config.preset].model_copy(
         update={
             k: v
@@ -332,61 +470,16 @@ def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[s
     catalog = work / "catalog"
     say(f"catalogue of {preset.products} products")
     t = time.monotonic()
-    shoparena(
-        "catalog",
-        "build",
-        "--products",
-        str(preset.products),
-        "--seed",
-        str(seed),
-        "--out",
-        str(catalog),
-        say=say,
-    )
-    gen = ["problems", "generate", "--catalog", str(catalog)]
-    shoparena(*gen, "--n", str(preset.train_problems), "--buckets", "product", "--seed", str(seed + 1),
-              "--out", str(work / "train-all.jsonl"), say=say)  # fmt: skip
-    shoparena(*gen, "--n", str(preset.heldout_product), "--buckets", "product", "--seed", str(seed + 1001),
-              "--out", str(work / "heldout-product.jsonl"), say=say)  # fmt: skip
-    heldout = read_jsonl(work / "heldout-product.jsonl")
-    if preset.heldout_other:
-        shoparena(*gen, "--n", str(preset.heldout_other), "--buckets", "shop,voucher", "--seed",
-                  str(seed + 2001), "--out", str(work / "heldout-other.jsonl"), say=say)  # fmt: skip
-        heldout += read_jsonl(work / "heldout-other.jsonl")
-    train_problems, leaked = leak_guard(read_jsonl(work / "train-all.jsonl"), heldout)
-    write_jsonl(work / "train.jsonl", train_problems)
-    write_jsonl(work / "heldout.jsonl", heldout)
+    shoparena("catalog", "build", "--products", str(preset.products), "--seed", str(seed),
+              "--out", str(catalog), say=say)  # fmt: skip
+    train_problems, leaked = make_problems(work, catalog, preset, seed, say)
     t = lap("data", t)
 
-    say(f"teacher (reference:agentic, style=concise) plays {len(train_problems)} training problems")
-    shoparena(
-        "eval", "--catalog", str(catalog), "--problems", str(work / "train.jsonl"),
-        "--agent", "reference:agentic", "--option", "style=concise", "--option", "protocol=qwen3",
-        "--profile", PROFILE, "--mode", "strict", "--similarity", "lexical",
-        "--workers", str(config.workers), "--out", str(work / "teacher"), "--quiet", say=say,
-    )  # fmt: skip
-    teacher = bucket_results(work / "teacher")
-    corpus = work / "corpus"
-    corpus.mkdir()
-    rows = rows_from_trajectories(work / "teacher" / "trajectories.jsonl", DEFAULT_SYSTEM_PROMPT)
-    write_jsonl(corpus / "train.jsonl", rows)
+    rows, teacher = play_teacher(catalog, work, PROFILE, config.workers, say)
     t = lap("teacher", t)
 
-    say(f"model from scratch, tokenizer trained on {len(rows)} rows")
     base = out / "base"
-    made = make_tiny_model(
-        TinyModelConfig(
-            out=base,
-            seed=seed,
-            vocab_size=preset.vocab_size,
-            hidden_size=preset.hidden_size,
-            layers=preset.layers,
-            heads=preset.heads,
-            intermediate_size=preset.intermediate_size,
-            max_position_embeddings=8192,
-            corpus=corpus / "train.jsonl",
-        )
-    )
+    made = init_model(base, work / "corpus" / "train.jsonl", preset, seed, say)
     t = lap("init_model", t)
     say(f"evaluating the untrained base on {preset.base_problems} held-out problems")
     base_results = eval_model(
@@ -394,25 +487,10 @@ def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[s
     )
     t = lap("eval_base", t)
 
-    say(f"training every weight for {minutes:g} minutes on {config.device}")
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype="float32")
-    settings = FullSFTSettings(
-        learning_rate=preset.learning_rate,
-        batch_tokens=preset.batch_tokens,
-        minutes=minutes,
-        device=config.device,
-        seed=seed,
-        warmup_steps=preset.warmup_steps,
-        epochs=preset.max_epochs,
-        max_length=8192,
-    )
-    log = train_full(model, tokenizer, rows, settings, say=say, metrics_path=out / "metrics.jsonl")
     checkpoint = out / "checkpoint"
-    model.to("cpu")
-    model.save_pretrained(checkpoint)
-    tokenizer.save_pretrained(checkpoint)
-    del model
+    log = train_scratch(
+        base, rows, preset, minutes, config.device, seed, checkpoint, out / "metrics.jsonl", say
+    )
     t = lap("train", t)
 
     say("evaluating the trained checkpoint on held-out problems")
