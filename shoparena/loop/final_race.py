@@ -17,22 +17,29 @@ qualified files, the distilled miner submitted through the signed API, admitted,
 from __future__ import annotations
 
 import shutil
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from shoparena.loop.layout import DISTILLED_MINER, DISTILLED_MODEL, LoopLayout
+from shoparena.loop.layout import (
+    DISTILLED_MINER,
+    DISTILLED_MODEL,
+    UNTRAINED_MINER,
+    UNTRAINED_MODEL,
+    LoopLayout,
+)
 
 AXIS_A_MINER = "agentic_model"
 
 
-def distilled_miner_source() -> str:
+def distilled_miner_source(model: str = DISTILLED_MODEL) -> str:
     """The season's axis-A miner file, asking for the distilled model instead of the reference one, with
     the system prompt the model was trained with and its reasoning kept in the history."""
     from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
     from shoparena.season.roster import render_variant
     from shoparena.season.variants import Variant
 
-    constants = {"MODEL": DISTILLED_MODEL, "SYSTEM": DEFAULT_SYSTEM_PROMPT, "KEEP_REASONING": True}
+    constants = {"MODEL": model, "SYSTEM": DEFAULT_SYSTEM_PROMPT, "KEEP_REASONING": True}
     return render_variant(Variant(template=AXIS_A_MINER, constants=constants))
 
 
@@ -43,8 +50,31 @@ def copy_arena(source: Path, target: Path) -> None:
     shutil.copytree(source, target)
 
 
-def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[str, Any]:
+def _serve(stack: ExitStack, checkpoint: Path, name: str, config, log: Path, say) -> str:
+    """Start a model server for `checkpoint` as `name`; the upstream spec the proxy forwards to."""
     from shoparena.inference.model_server import start_model_server
+
+    serve = config.serve
+    say(f"    serving {checkpoint} as {name!r} ({serve.backend})")
+    server = stack.enter_context(
+        start_model_server(
+            checkpoint,
+            name=name,
+            backend=serve.backend,
+            max_new_tokens=serve.max_new_tokens,
+            device=serve.device,
+            log=log,
+            **({"startup_timeout_s": serve.startup_timeout_s} if serve.backend == "vllm" else {}),
+        )
+    )
+    upstream = server.upstream_spec()
+    say(f"    the validators' inference proxy sends {name!r} to {upstream}")
+    return upstream
+
+
+def run_final_race(
+    config, layout: LoopLayout, checkpoint: Path, say, untrained: Path | None = None
+) -> dict[str, Any]:
     from shoparena.inference.proxy import DEFAULT_OFFLINE_MODELS
     from shoparena.season.driver import Season
     from shoparena.season.setup import Entrant
@@ -53,27 +83,26 @@ def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[st
     copy_arena(layout.arena_dir, arena_dir)
     source = distilled_miner_source()
     layout.distilled_miner.write_text(source, encoding="utf-8")
-    serve = config.serve
-    say(f"    serving {checkpoint} as {DISTILLED_MODEL!r} ({serve.backend})")
-    with start_model_server(
-        checkpoint,
-        name=DISTILLED_MODEL,
-        backend=serve.backend,
-        max_new_tokens=serve.max_new_tokens,
-        device=serve.device,
-        log=layout.server_log,
-        **({"startup_timeout_s": serve.startup_timeout_s} if serve.backend == "vllm" else {}),
-    ) as server:
-        upstream = server.upstream_spec()
-        say(f"    the validators' inference proxy sends {DISTILLED_MODEL!r} to {upstream}")
+    with ExitStack() as stack:
+        models = {DISTILLED_MODEL: _serve(stack, checkpoint, DISTILLED_MODEL, config, layout.server_log, say)}
+        entrants = [Entrant(name=DISTILLED_MINER, source=source, about="the loop's distilled checkpoint")]
+        if untrained is not None:
+            log = layout.server_log.with_name(f"untrained-{layout.server_log.name}")
+            models[UNTRAINED_MODEL] = _serve(stack, untrained, UNTRAINED_MODEL, config, log, say)
+            entrants.append(
+                Entrant(
+                    name=UNTRAINED_MINER,
+                    source=distilled_miner_source(UNTRAINED_MODEL),
+                    about="the same model untrained: the random baseline",
+                )
+            )
         settings = config.season.model_copy(
             update={
                 "days": 1,
                 "roster_submits": False,
-                "entrants": [
-                    Entrant(name=DISTILLED_MINER, source=source, about="the loop's distilled checkpoint")
-                ],
-                "inference_models": {**DEFAULT_OFFLINE_MODELS, DISTILLED_MODEL: upstream},
+                "entrants": entrants,
+                "inference_models": {**DEFAULT_OFFLINE_MODELS, **models},
+                **({"race_problems": config.final_race_problems} if config.final_race_problems else {}),
             }
         )
 
@@ -90,4 +119,9 @@ def run_final_race(config, layout: LoopLayout, checkpoint: Path, say) -> dict[st
 
     placed = distilled_placement(season)
     say(f"    the distilled agent {placed.text()}")
-    return placed.model_dump(mode="json")
+    summary = placed.model_dump(mode="json")
+    if untrained is not None:
+        baseline = distilled_placement(season, UNTRAINED_MINER)
+        say(f"    the untrained model {baseline.text()}")
+        summary["untrained"] = baseline.model_dump(mode="json")
+    return summary

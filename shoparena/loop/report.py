@@ -18,8 +18,15 @@ from pathlib import Path
 
 from shoparena.corpus.report import REASON_TEXT
 from shoparena.loop import report_plots as plots
-from shoparena.loop.layout import DISTILLED_MINER, STAGE_DONE, LoopLayout
-from shoparena.loop.report_data import LoopData, LoopReportError, racer_name, read_loop, uid_names
+from shoparena.loop.layout import DISTILLED_MINER, STAGE_DONE, UNTRAINED_MINER, LoopLayout
+from shoparena.loop.report_data import (
+    LoopData,
+    LoopReportError,
+    distilled_placement,
+    racer_name,
+    read_loop,
+    uid_names,
+)
 from shoparena.loop.resume import STAGE_STARTED
 from shoparena.report.documents import STYLE, html_table
 from shoparena.report.tables import Rows, comparison_rows
@@ -417,6 +424,14 @@ def final_section(data: LoopData) -> Section:
     if final is None or placement is None:
         return Section("final", "5. The final race", [_not_run(path, data.layout.final_dir)])
     blocks: list = [Text(f"The distilled agent ({DISTILLED_MINER}) {placement.text()}.")]
+    if any(p.get("miner") == UNTRAINED_MINER for p in final.participants):
+        baseline = distilled_placement(final, UNTRAINED_MINER)
+        blocks.append(
+            Text(
+                f"The same model untrained ({UNTRAINED_MINER}, the random baseline, with the same miner "
+                f"file) {baseline.text()}."
+            )
+        )
     race = final.races[-1] if final.races else None
     distilled = {str(p.get("hotkey")) for p in final.participants if p.get("miner") == DISTILLED_MINER}
     if race is None or not race.results:

@@ -355,13 +355,11 @@ def _latest(submissions: list[SeasonSubmission]) -> SeasonSubmission | None:
     return max(submissions, key=lambda s: (s.day, s.submitted_at), default=None)
 
 
-def distilled_placement(season: SeasonFile) -> Placement:
-    """Where the distilled miner (`participants[].miner == DISTILLED_MINER`) placed in the last race."""
-    hotkeys = {str(p.get("hotkey")) for p in season.participants if p.get("miner") == DISTILLED_MINER}
+def distilled_placement(season: SeasonFile, miner: str = DISTILLED_MINER) -> Placement:
+    """Where the distilled miner (`participants[].miner == miner`) placed in the last race."""
+    hotkeys = {str(p.get("hotkey")) for p in season.participants if p.get("miner") == miner}
     if not hotkeys:
-        return Placement(
-            status="did not race", reason=f"no participant named {DISTILLED_MINER!r} in the file"
-        )
+        return Placement(status="did not race", reason=f"no participant named {miner!r} in the file")
     race = season.races[-1] if season.races else None
     if race is not None:
         for rank, result in enumerate(race.results, 1):

@@ -350,8 +350,16 @@ def run_loop(config: LoopConfig, out: Path, say: Say = print) -> LoopResult:
     stages.run(
         "final race",
         layout.final_dir,
-        _settings(config.serve),
-        lambda: run_final_race(config, layout, Path(trained["checkpoint"]), say),
+        _settings(
+            config.serve, final_race_problems=config.final_race_problems, race_untrained=config.race_untrained
+        ),
+        lambda: run_final_race(
+            config,
+            layout,
+            Path(trained["checkpoint"]),
+            say,
+            Path(trained["base"]) if config.race_untrained else None,
+        ),
     )
     say(f"[{len(STAGE_NAMES)}/{len(STAGE_NAMES)}] report")
     report_md, report_html = write_loop_report(layout)

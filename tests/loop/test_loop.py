@@ -247,7 +247,11 @@ def test_the_learn_recipe_trains_a_scratch_model_on_teacher_rows_and_races_it_on
         preset="tiny", minutes=0.05, train_problems=30, heldout_product=2, heldout_other=0, base_problems=1
     )
     config = small_config().model_copy(
-        update={"train": TrainPart(recipe="proof", proof=recipe), "season_agents": False}
+        update={
+            "train": TrainPart(recipe="proof", proof=recipe),
+            "season_agents": False,
+            "race_untrained": True,
+        }
     )
     learn = LoopLayout(out=out)
     rows_file = learn.train_dir / "work" / "corpus" / "train.jsonl"
@@ -307,6 +311,12 @@ def test_the_learn_recipe_trains_a_scratch_model_on_teacher_rows_and_races_it_on
     entries = [e for r in records for e in (r.inference.entries if r.inference else []) if e.status == 200]
     assert entries and sum(e.tool_messages for e in entries) > 0
     assert all(e.unverified_tool_messages == 0 for e in entries)
+    placed = result.stages[-1].summary
+    assert (
+        placed["status"] == "raced" and placed["untrained"]["status"] == "raced"
+    )  # beside its random baseline
+    assert {DISTILLED_MINER, "untrained"} <= {p.get("miner") for p in final.participants}
     md = learn.report_md.read_text()
+    assert "the random baseline" in md
     assert "made from scratch here" in md and "What it cannot do: shop and voucher tasks" in md
     assert "made from scratch here" in learn.report_html.read_text()
