@@ -146,9 +146,6 @@ class LoopConfig(BaseModel):
     season_agents: bool = True
     """Evaluate the season's racing miner files on the held-out split too (Table 1's season rows)."""
     serve: ServePart = Field(default_factory=ServePart)
-    final_race_problems: int | None = Field(None, ge=1)
-    """Problems of the final race [the season's `race_problems`] (drawn from the race bank's held-out
-    partition: `season.race_bank` bounds it)."""
     race_untrained: bool = False
     """Also serve the untrained base model (04-train/00-base) and race it in the final race, with the
     distilled agent's miner file: the random baseline the distilled agent is placed against."""

@@ -102,7 +102,6 @@ def run_final_race(
                 "roster_submits": False,
                 "entrants": entrants,
                 "inference_models": {**DEFAULT_OFFLINE_MODELS, **models},
-                **({"race_problems": config.final_race_problems} if config.final_race_problems else {}),
             }
         )
 

@@ -350,9 +350,7 @@ def run_loop(config: LoopConfig, out: Path, say: Say = print) -> LoopResult:
     stages.run(
         "final race",
         layout.final_dir,
-        _settings(
-            config.serve, final_race_problems=config.final_race_problems, race_untrained=config.race_untrained
-        ),
+        _settings(config.serve, race_untrained=config.race_untrained),
         lambda: run_final_race(
             config,
             layout,
