@@ -399,9 +399,10 @@ def learned_model_text(learn: dict) -> str:
     )
     if solves:
         text += (
-            "What it can do is the teacher's policy on product tasks: search with the request's own words "
-            "and its price and service filters, recommend the first hit, terminate; so it is no better "
-            "than that policy, whose first hit is often not the product asked for. "
+            "What it can do is imitate the teacher on product tasks (the learning proof's episodes at this "
+            "size, docs/benchmarks.md: search with the request's own words and its price and service "
+            "filters, recommend the first hit, terminate), so it is at best as good as that policy, whose "
+            "first hit is often not the product asked for. "
         )
     else:
         text += (
