@@ -243,10 +243,8 @@ def train(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
 
     if config.train.recipe == "proof":
         from shoparena.loop.learn import train_by_proof
-        from shoparena.train.proof import in_process
 
-        with in_process():
-            return train_by_proof(config, layout, say)
+        return train_by_proof(config, layout, say)
 
     result = run_pipeline(pipeline_config(config, layout), layout.train_dir, lambda line: say(f"    {line}"))
     final = result.stages[-1].result.model_path if result.stages else result.base_model

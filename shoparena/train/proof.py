@@ -29,8 +29,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -183,35 +182,8 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
 
 
-IN_PROCESS = False
-"""Run the proof's commands in this process (`in_process()`: the loop's train stage, where a subprocess
-per command would spend most of a toy run importing); a subprocess each otherwise."""
-
-
-@contextmanager
-def in_process() -> Iterator[None]:
-    """The proof's `shoparena` commands run in this process inside the block."""
-    global IN_PROCESS
-    before, IN_PROCESS = IN_PROCESS, True
-    try:
-        yield
-    finally:
-        IN_PROCESS = before
-
-
 def shoparena(*args: str, say: Callable[[str], None]) -> None:
     """Run one `shoparena` command (the public CLI: the proof goes through what a user runs)."""
-    if IN_PROCESS:
-        from shoparena.cli import app
-
-        try:
-            app(list(args), standalone_mode=False)
-        except SystemExit as exc:
-            if exc.code not in (0, None):
-                raise RuntimeError(f"`shoparena {' '.join(args[:2])}` failed ({exc.code})") from None
-        except Exception as exc:  # click's usage errors and the command's own
-            raise RuntimeError(f"`shoparena {' '.join(args[:2])}` failed: {exc}") from exc
-        return
     command = [sys.executable, "-c", "from shoparena.cli import main; main()", *args]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
