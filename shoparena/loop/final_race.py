@@ -50,6 +50,25 @@ def copy_arena(source: Path, target: Path) -> None:
     shutil.copytree(source, target)
 
 
+def fit_race_to_pool(arena_dir: Path, layout: LoopLayout, say) -> None:
+    """The final race draws from the firehose's pool (the fresh held-out problems of the rotation in force
+    when it opens, kept out of training); when the pool holds fewer than the season's `race_problems`,
+    the arena would postpone the race, so the copy races on the whole pool instead (and says so)."""
+    from shoparena.arena.config import read_config, write_config
+    from shoparena.problems.io import read_problems
+
+    pool_file = layout.firehose_dir / "final_race_pool.jsonl"
+    pool = len(read_problems(pool_file).problems) if pool_file.is_file() else 0
+    config = read_config(arena_dir)
+    wanted = config.competition.race_problems
+    if 0 < pool < wanted:
+        competition = config.competition.model_copy(update={"race_problems": pool})
+        write_config(arena_dir, config.model_copy(update={"competition": competition}))
+        say(
+            f"    the final race's pool holds {pool} fresh held-out problems (the season raced {wanted}): it races all {pool}"
+        )
+
+
 def _serve(stack: ExitStack, checkpoint: Path, name: str, config, log: Path, say) -> str:
     """Start a model server for `checkpoint` as `name`; the upstream spec the proxy forwards to."""
     from shoparena.inference.model_server import start_model_server
@@ -81,6 +100,7 @@ def run_final_race(
 
     arena_dir = layout.final_dir / "arena"
     copy_arena(layout.arena_dir, arena_dir)
+    fit_race_to_pool(arena_dir, layout, say)
     source = distilled_miner_source()
     layout.distilled_miner.write_text(source, encoding="utf-8")
     with ExitStack() as stack:
