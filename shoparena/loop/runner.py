@@ -13,6 +13,8 @@ implementation of any of them.
    distilled model is never trained on a problem it may race on;
 4. train: `train pipeline` on the corpus (tiny model by default), each checkpoint then evaluated on the
    corpus' held-out split;
+   or (`train.recipe: proof`, `learn`) the learning proof's recipe on teacher rows, evaluated on
+   generated held-out problems;
 5. season agents: the miner files that raced the season's last race, evaluated on the same held-out
    problems (Table 1's season rows);
 6. final race (`final_race`): the distilled checkpoint served, entered as a miner, one more race;
