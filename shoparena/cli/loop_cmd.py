@@ -25,7 +25,9 @@ firehose and those rows (gates, dedup, axis split, leak-guarded train/eval split
 problem pool kept out.
 
 4 train: `train pipeline` (the tiny random Qwen3 by default: plumbing, not learning); every
-checkpoint evaluated on the corpus' held-out problems.
+checkpoint evaluated on the corpus' held-out problems. With `train.recipe: proof`
+(configs/loop/learn.yaml): the learning proof's recipe, a model from scratch trained on the concise
+teacher's rows, evaluated on generated held-out problems.
 
 5 season agents: the season's racing miner files on the same held-out problems.
 
@@ -36,13 +38,15 @@ calls it through the arena's inference proxy, raced against the season's agents.
 
 With no --config the embedded defaults run: the demo (8 miners, 2 validators, 3 days, every stage 2
 steps on the tiny model; about 2 minutes on 2 cores). A config names only what it changes; see
-configs/loop/demo.yaml and configs/loop/gpu.yaml. Re-running with the same --out resumes at the
-first stage that did not finish. The console shows the stages; what libraries and child processes
-print (warnings, progress bars, server logs) goes to DIR/loop.log.
+configs/loop/demo.yaml, configs/loop/learn.yaml and configs/loop/gpu.yaml. Re-running with the same
+--out resumes at the first stage that did not finish. The console shows the stages; what libraries
+and child processes print (warnings, progress bars, server logs) goes to DIR/loop.log.
 
 Examples:
 
   shoparena loop --out demo-out/loop
+
+  shoparena loop --config configs/loop/learn.yaml --out learn-out
 
   shoparena loop --config configs/loop/gpu.yaml --out runs/loop
 """

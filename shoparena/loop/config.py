@@ -17,7 +17,7 @@ serve: {backend: vllm}
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -73,15 +73,50 @@ class CorpusPart(CorpusBuild):
         return self.model_dump(include=set(CorpusBuild.model_fields))
 
 
-class TrainPart(BaseModel):
-    """The post-training stages: a `train pipeline` config file (its stages, evaluation, model), with
-    `values` on top. The loop supplies the corpus, the catalogue and the problems."""
+class ProofRecipe(BaseModel):
+    """The learning proof's recipe (`shoparena train proof`, docs/training.md) as the loop's train stage:
+    training and held-out problems generated on the season's catalogue (leak-guarded against the
+    season's problems, so against the final race's pool), the concise teacher playing the training
+    problems with the arena's tool profile, a Qwen3 made from scratch with a tokenizer trained on the
+    teacher's rows, every weight trained for the budget, base and checkpoint evaluated held-out.
+    Sizes are the preset's (`train.proof`'s PRESETS) unless set here."""
 
     model_config = ConfigDict(extra="forbid")
 
+    preset: Literal["tiny", "cpu", "gpu"] = "cpu"
+    minutes: float | None = Field(None, gt=0, description="Training budget in minutes [preset's].")
+    train_problems: int | None = Field(None, ge=1, description="Problems the teacher plays [preset's].")
+    heldout_product: int | None = Field(None, ge=1)
+    heldout_other: int | None = Field(None, ge=0)
+    base_problems: int | None = Field(None, ge=1)
+    workers: int = Field(1, ge=1, description="Parallel episodes of the teacher and the evaluations.")
+    device: str = "cpu"
+    threads: int | None = Field(None, ge=1, description="torch threads while training [torch's default].")
+
+    def sizes(self):
+        """The preset with this recipe's overrides."""
+        from shoparena.train.proof import PRESETS
+
+        keys = ("minutes", "train_problems", "heldout_product", "heldout_other", "base_problems")
+        return PRESETS[self.preset].model_copy(
+            update={key: getattr(self, key) for key in keys if getattr(self, key) is not None}
+        )
+
+
+class TrainPart(BaseModel):
+    """The post-training stages: a `train pipeline` config file (its stages, evaluation, model), with
+    `values` on top (the loop supplies the corpus, the catalogue and the problems); or, with
+    `recipe: proof`, the learning proof's recipe (`proof`), which trains on the concise teacher's rows
+    instead of the season's corpus."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recipe: Literal["pipeline", "proof"] = "pipeline"
     pipeline: Path = TINY_PIPELINE
     values: dict[str, Any] = Field(default_factory=dict)
     """Pipeline fields on top of the file (e.g. `{max_steps: 1, model: /models/Qwen3-4B}`)."""
+    proof: ProofRecipe = Field(default_factory=ProofRecipe)
+    """The recipe's sizes when `recipe` is `proof`."""
 
 
 ServePart = fields_of(
@@ -111,6 +146,9 @@ class LoopConfig(BaseModel):
     season_agents: bool = True
     """Evaluate the season's racing miner files on the held-out split too (Table 1's season rows)."""
     serve: ServePart = Field(default_factory=ServePart)
+    race_untrained: bool = False
+    """Also serve the untrained base model (04-train/00-base) and race it in the final race, with the
+    distilled agent's miner file: the random baseline the distilled agent is placed against."""
 
     @classmethod
     def from_file(cls, path: Path | None) -> LoopConfig:

@@ -32,6 +32,10 @@ DISTILLED_MODEL = "shoparena-distilled"
 """The public model name the distilled miner asks the inference proxy for."""
 DISTILLED_MINER = "distilled"
 """The distilled miner's name in the final race's season file (`participants[].miner`)."""
+UNTRAINED_MODEL = "shoparena-untrained"
+UNTRAINED_MINER = "untrained"
+"""The untrained base model, served and raced beside the distilled one (`race_untrained`): the random
+baseline, with the same miner file."""
 
 
 class LoopLayout(BaseModel):

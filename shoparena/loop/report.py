@@ -18,8 +18,15 @@ from pathlib import Path
 
 from shoparena.corpus.report import REASON_TEXT
 from shoparena.loop import report_plots as plots
-from shoparena.loop.layout import DISTILLED_MINER, STAGE_DONE, LoopLayout
-from shoparena.loop.report_data import LoopData, LoopReportError, racer_name, read_loop, uid_names
+from shoparena.loop.layout import DISTILLED_MINER, STAGE_DONE, UNTRAINED_MINER, LoopLayout
+from shoparena.loop.report_data import (
+    LoopData,
+    LoopReportError,
+    distilled_placement,
+    racer_name,
+    read_loop,
+    uid_names,
+)
 from shoparena.loop.resume import STAGE_STARTED
 from shoparena.report.documents import STYLE, html_table
 from shoparena.report.plots import colours_for
@@ -360,7 +367,9 @@ def comparison_section(data: LoopData, colours: dict[str, str] | None = None) ->
         )
     )
     parameters = data.training.random_base_parameters
-    if parameters is not None:
+    if data.training.learn is not None:
+        blocks.append(Text(learned_model_text(data.training.learn), missing=True))
+    elif parameters is not None:
         blocks.append(
             Text(
                 f"What this model can and cannot do: the base is a random-weight Qwen3 of {parameters:,} "
@@ -376,12 +385,74 @@ def comparison_section(data: LoopData, colours: dict[str, str] | None = None) ->
     return Section("comparison", "4. Held-out comparison (Table 1 shape)", blocks)
 
 
+def _share(bucket: dict | None) -> str:
+    if not bucket:
+        return "not evaluated"
+    low, high = bucket.get("ci95", [0, 0])
+    return (
+        f"{bucket['success']}/{bucket['n']} = {100 * bucket['rate']:.1f}% "
+        f"(95% interval {100 * low:.1f}–{100 * high:.1f}%)"
+    )
+
+
+def learned_model_text(learn: dict) -> str:
+    """What the model the learning proof's recipe trained can and cannot do, from its own numbers."""
+    model, teacher, training = learn.get("model", {}), learn.get("teacher", {}), learn.get("training", {})
+    heldout = learn.get("heldout", {})
+    trained = heldout.get("full-sft", {})
+    base = heldout.get("base", {})
+    taught = (teacher.get("success") or {}).get("product") or {}
+    product = trained.get("product")
+    solves = bool(product and product.get("success"))
+    others = ", ".join(
+        f"{bucket} {_share(trained.get(bucket))}" for bucket in ("shop", "voucher") if bucket in trained
+    )
+    text = (
+        f"What this model can and cannot do: it is a Qwen3 of {model.get('parameters', 0):,} parameters made "
+        "from scratch here (no pretrained weights), with a tokenizer trained on its own rows, every weight "
+        f"trained for {training.get('seconds', 0) / 60:.1f} minutes ({training.get('steps', 0)} steps, "
+        f"{training.get('epochs', 0):.2f} epochs, final loss {training.get('final_loss') or 0:.3f}) on "
+        f"{teacher.get('rows', 0):,} successful episodes of the concise teacher (reference:agentic "
+        f"style=concise, {learn.get('profile')} tools), which solved {_share(taught)} of its generated "
+        f"product problems. On held-out product problems it solves {_share(product)}, against "
+        f"{_share(base.get('product'))} for the same model untrained. "
+    )
+    if solves:
+        text += (
+            "What it can do is imitate the teacher on product tasks (the learning proof's episodes at this "
+            "size, docs/benchmarks.md: search with the request's own words and its price and service "
+            "filters, recommend the first hit, terminate), so it is at best as good as that policy, whose "
+            "first hit is often not the product asked for. "
+        )
+    else:
+        text += (
+            "At this budget it solves no held-out product problem: it has learned the teacher's format "
+            "at best, not to copy the query and the ids (docs/benchmarks.md: the learning proof reached "
+            "33% after 40 minutes of training on an idle 2-core CPU). "
+        )
+    text += (
+        "What it cannot do: shop and voucher tasks, which it never saw a row of"
+        + (f" ({others})" if others else "")
+        + ", and anything that needs checking a candidate against the request. The final race mixes "
+        "product, shop and voucher problems, so its race score is bounded by the share of product problems."
+    )
+    return text
+
+
 def final_section(data: LoopData, colours: dict[str, str] | None = None) -> Section:
     final, placement = data.final, data.placement
     path = data.layout.final_season_file
     if final is None or placement is None:
         return Section("final", "5. The final race", [_not_run(path, data.layout.final_dir)])
     blocks: list = [Text(f"The distilled agent ({DISTILLED_MINER}) {placement.text()}.")]
+    if any(p.get("miner") == UNTRAINED_MINER for p in final.participants):
+        baseline = distilled_placement(final, UNTRAINED_MINER)
+        blocks.append(
+            Text(
+                f"The same model untrained ({UNTRAINED_MINER}, the random baseline, with the same miner "
+                f"file) {baseline.text()}."
+            )
+        )
     race = final.races[-1] if final.races else None
     distilled = {str(p.get("hotkey")) for p in final.participants if p.get("miner") == DISTILLED_MINER}
     if race is None or not race.results:

@@ -23,6 +23,8 @@ from shoparena.season.seasonfile import SeasonFile, SeasonSubmission
 from shoparena.train.metrics import METRICS_FILE as STAGE_METRICS_FILE
 from shoparena.train.pipeline import BASE_DIR, RESOLVED_PIPELINE, STAGE_RESULT
 
+LEARN_FILE = "learn.json"
+
 CURVE_FAMILIES: dict[str, tuple[str, ...]] = {
     "loss": ("loss", "eval_loss"),
     "reward": (
@@ -156,6 +158,8 @@ class Training(BaseModel):
     random_base_parameters: int | None = None
     """Parameters of the random-weight model the pipeline made on the spot (04-train/00-base), so the
     report can say plainly that this base cannot shop; None when the pipeline was given a real model."""
+    learn: dict[str, Any] | None = None
+    """04-train/learn.json when the stage ran the learning proof's recipe (`train.recipe: proof`)."""
 
 
 def _safetensors_parameters(directory: Path) -> int | None:
@@ -258,7 +262,10 @@ def read_training(layout: LoopLayout) -> Training:
         )
     base_dir = train_dir / BASE_DIR
     random_base = _safetensors_parameters(base_dir) if base_dir.is_dir() else None
-    return Training(ran=True, stages=stages, random_base_parameters=random_base)
+    learn = _read_json(train_dir / LEARN_FILE) if (train_dir / LEARN_FILE).is_file() else None
+    if learn is not None and not isinstance(learn, dict):
+        raise LoopReportError(f"{train_dir / LEARN_FILE}: not a JSON object")
+    return Training(ran=True, stages=stages, random_base_parameters=random_base, learn=learn)
 
 
 # -- the held-out comparison ---------------------------------------------------------------------------------
@@ -348,13 +355,11 @@ def _latest(submissions: list[SeasonSubmission]) -> SeasonSubmission | None:
     return max(submissions, key=lambda s: (s.day, s.submitted_at), default=None)
 
 
-def distilled_placement(season: SeasonFile) -> Placement:
-    """Where the distilled miner (`participants[].miner == DISTILLED_MINER`) placed in the last race."""
-    hotkeys = {str(p.get("hotkey")) for p in season.participants if p.get("miner") == DISTILLED_MINER}
+def distilled_placement(season: SeasonFile, miner: str = DISTILLED_MINER) -> Placement:
+    """Where the distilled miner (`participants[].miner == miner`) placed in the last race."""
+    hotkeys = {str(p.get("hotkey")) for p in season.participants if p.get("miner") == miner}
     if not hotkeys:
-        return Placement(
-            status="did not race", reason=f"no participant named {DISTILLED_MINER!r} in the file"
-        )
+        return Placement(status="did not race", reason=f"no participant named {miner!r} in the file")
     race = season.races[-1] if season.races else None
     if race is not None:
         for rank, result in enumerate(race.results, 1):

@@ -13,6 +13,8 @@ implementation of any of them.
    distilled model is never trained on a problem it may race on;
 4. train: `train pipeline` on the corpus (tiny model by default), each checkpoint then evaluated on the
    corpus' held-out split;
+   or (`train.recipe: proof`, `learn`) the learning proof's recipe on teacher rows, evaluated on
+   generated held-out problems;
 5. season agents: the miner files that raced the season's last race, evaluated on the same held-out
    problems (Table 1's season rows);
 6. final race (`final_race`): the distilled checkpoint served, entered as a miner, one more race;
@@ -242,6 +244,11 @@ def pipeline_config(config: LoopConfig, layout: LoopLayout):
 def train(config: LoopConfig, layout: LoopLayout, say: Say) -> dict[str, Any]:
     from shoparena.train.pipeline import run_pipeline
 
+    if config.train.recipe == "proof":
+        from shoparena.loop.learn import train_by_proof
+
+        return train_by_proof(config, layout, say)
+
     result = run_pipeline(pipeline_config(config, layout), layout.train_dir, lambda line: say(f"    {line}"))
     final = result.stages[-1].result.model_path if result.stages else result.base_model
     return {
@@ -272,7 +279,14 @@ def evaluate_season_agents(config: LoopConfig, layout: LoopLayout, say: Say) -> 
 
     pipeline = pipeline_config(config, layout)
     settings = pipeline.evaluate or EvalSettings()
-    problems = held_out_problems(pipeline)
+    if config.train.recipe == "proof":  # the held-out problems the recipe's checkpoints ran on
+        from shoparena.loop.learn import heldout_file
+        from shoparena.problems.io import read_problems
+
+        problems = read_problems(heldout_file(layout)).problems
+        settings = EvalSettings(samples=1, similarity="lexical", step_cap=None)
+    else:
+        problems = held_out_problems(pipeline)
     sandbox = resolve_sandbox(config.season.sandbox)
     files = layout.season_agents_dir / "files"
     files.mkdir(parents=True, exist_ok=True)
@@ -337,7 +351,9 @@ def _run_stages(config: LoopConfig, out: Path, say: Say) -> LoopResult:
     trained = stages.run(
         "train",
         layout.train_dir,
-        pipeline_config(config, layout).model_dump(mode="json"),
+        _settings(config.train)
+        if config.train.recipe == "proof"
+        else pipeline_config(config, layout).model_dump(mode="json"),
         lambda: train(config, layout, say),
         resumes_inside=True,
     )
@@ -352,8 +368,14 @@ def _run_stages(config: LoopConfig, out: Path, say: Say) -> LoopResult:
     stages.run(
         "final race",
         layout.final_dir,
-        _settings(config.serve),
-        lambda: run_final_race(config, layout, Path(trained["checkpoint"]), say),
+        _settings(config.serve, race_untrained=config.race_untrained),
+        lambda: run_final_race(
+            config,
+            layout,
+            Path(trained["checkpoint"]),
+            say,
+            Path(trained["base"]) if config.race_untrained else None,
+        ),
     )
     say(f"[{len(STAGE_NAMES)}/{len(STAGE_NAMES)}] report")
     report_md, report_html = write_loop_report(layout)

@@ -129,6 +129,14 @@ def collate(rows: list[EncodedRow], pad_id: int, device: str):
     return ids.to(device), attention.to(device), trained.to(device)
 
 
+def cache_keyword(module: Any) -> str:
+    """The key/value cache's name in `module.forward` and its outputs: `cache` in transformers ≥ 5.2x
+    (`past_key_values` is deprecated there and warns on every call), `past_key_values` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(module.forward).parameters else "past_key_values"
+
+
 def assistant_loss(model: Any, ids, attention, trained, prefix=None):
     """Summed next-token loss over assistant positions and their count; `lm_head` runs only where a
     target is trained. `prefix`: token ids every row of the batch starts with (left out of `ids`): run
@@ -139,12 +147,14 @@ def assistant_loss(model: Any, ids, attention, trained, prefix=None):
     if prefix is None:
         hidden = model.model(input_ids=ids, attention_mask=attention).last_hidden_state
     else:
-        cache = model.model(input_ids=prefix[None], use_cache=True).past_key_values
+        keyword = cache_keyword(model.model)
+        shared = model.model(input_ids=prefix[None], use_cache=True)
+        cache = getattr(shared, keyword)
         for layer in cache.layers:
             layer.keys = layer.keys.expand(ids.shape[0], -1, -1, -1)
             layer.values = layer.values.expand(ids.shape[0], -1, -1, -1)
         full = torch.cat([attention.new_ones((ids.shape[0], prefix.shape[0])), attention], dim=1)
-        hidden = model.model(input_ids=ids, attention_mask=full, past_key_values=cache).last_hidden_state
+        hidden = model.model(input_ids=ids, attention_mask=full, **{keyword: cache}).last_hidden_state
     targets = trained[:, 1:]
     selected = hidden[:, :-1][targets]
     logits = model.lm_head(selected).float()

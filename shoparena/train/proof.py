@@ -167,6 +167,13 @@ class ProofConfig(BaseModel):
     grpo_steps: int | None = Field(None, ge=0, description="Override the preset's grpo_steps.")
 
 
+class EvalPlace(BaseModel):
+    """Where a proof-style evaluation runs: the fields of `ProofConfig` that `eval_model` reads."""
+
+    workers: int = Field(1, ge=1)
+    device: str = "cpu"
+
+
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """95% Wilson score interval of a success rate (meaningful at 0 and at small n)."""
     if n == 0:
@@ -259,11 +266,12 @@ def eval_model(
     catalog: Path,
     out: Path,
     preset: ProofPreset,
-    config: ProofConfig,
+    config: ProofConfig | EvalPlace,
     say,
     limit: int | None = None,
+    profile: str = PROFILE,
 ) -> dict[str, dict[str, Any]]:
-    """`shoparena eval --agent hf:CHECKPOINT`: greedy, strict, the proof's tool profile."""
+    """`shoparena eval --agent hf:CHECKPOINT`: greedy, strict, the tool profile the rows were played with."""
     executor = ["--executor", "inline"] if config.workers == 1 else ["--workers", str(config.workers)]
     shoparena(
         "eval",
@@ -273,7 +281,7 @@ def eval_model(
         "--problems", str(problems),
         "--agent", f"hf:{checkpoint}",
         "--out", str(out),
-        "--profile", PROFILE,
+        "--profile", profile,
         "--mode", "strict",
         "--similarity", "lexical",
         "--temperature", "0",
@@ -301,13 +309,117 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[str, Any]:
-    """The whole proof (see the module doc); returns what it writes to proof.json."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def make_problems(
+    work: Path,
+    catalog: Path,
+    preset: ProofPreset,
+    seed: int,
+    say: Callable[[str], None],
+    never_touch: list[dict] | None = None,
+) -> tuple[list[dict], int]:
+    """Generated training problems (product) and held-out problems (product, then shop + voucher) on
+    `catalog`, written to WORK/train.jsonl and WORK/heldout.jsonl; training problems sharing a gold
+    product, a leak cluster or a query with a held-out problem or with `never_touch` (e.g. a race's
+    pool) are dropped. Returns the kept training problems and how many were dropped."""
+    gen = ["problems", "generate", "--catalog", str(catalog)]
+    shoparena(*gen, "--n", str(preset.train_problems), "--buckets", "product", "--seed", str(seed + 1),
+              "--out", str(work / "train-all.jsonl"), say=say)  # fmt: skip
+    shoparena(*gen, "--n", str(preset.heldout_product), "--buckets", "product", "--seed", str(seed + 1001),
+              "--out", str(work / "heldout-product.jsonl"), say=say)  # fmt: skip
+    heldout = read_jsonl(work / "heldout-product.jsonl")
+    if preset.heldout_other:
+        shoparena(*gen, "--n", str(preset.heldout_other), "--buckets", "shop,voucher", "--seed",
+                  str(seed + 2001), "--out", str(work / "heldout-other.jsonl"), say=say)  # fmt: skip
+        heldout += read_jsonl(work / "heldout-other.jsonl")
+    train_problems, leaked = leak_guard(read_jsonl(work / "train-all.jsonl"), heldout + (never_touch or []))
+    write_jsonl(work / "train.jsonl", train_problems)
+    write_jsonl(work / "heldout.jsonl", heldout)
+    return train_problems, leaked
 
+
+def play_teacher(
+    catalog: Path, work: Path, profile: str, workers: int, say: Callable[[str], None]
+) -> tuple[list[dict], dict[str, dict[str, Any]]]:
+    """The concise teacher plays WORK/train.jsonl with `profile`'s tools; its strictly successful
+    episodes become WORK/corpus/train.jsonl (each row with the system prompt it is served with).
+    Returns the rows and the teacher's per-bucket success."""
     from shoparena.agents.chat_loop import DEFAULT_SYSTEM_PROMPT
+
+    problems = len(read_jsonl(work / "train.jsonl"))
+    say(f"teacher (reference:agentic, style=concise) plays {problems} training problems ({profile} tools)")
+    shoparena(
+        "eval", "--catalog", str(catalog), "--problems", str(work / "train.jsonl"),
+        "--agent", "reference:agentic", "--option", "style=concise", "--option", "protocol=qwen3",
+        "--profile", profile, "--mode", "strict", "--similarity", "lexical",
+        "--workers", str(workers), "--out", str(work / "teacher"), "--quiet", say=say,
+    )  # fmt: skip
+    teacher = bucket_results(work / "teacher")
+    corpus = work / "corpus"
+    corpus.mkdir(exist_ok=True)
+    rows = rows_from_trajectories(work / "teacher" / "trajectories.jsonl", DEFAULT_SYSTEM_PROMPT)
+    write_jsonl(corpus / "train.jsonl", rows)
+    return rows, teacher
+
+
+def init_model(out: Path, rows_file: Path, preset: ProofPreset, seed: int, say: Callable[[str], None]):
+    """A Qwen3 of the preset's shape from scratch, its tokenizer trained on the rows in `rows_file`."""
     from shoparena.train.tiny_model import TinyModelConfig, make_tiny_model
 
+    say(f"model from scratch, tokenizer trained on {rows_file}")
+    return make_tiny_model(
+        TinyModelConfig(
+            out=out,
+            seed=seed,
+            vocab_size=preset.vocab_size,
+            hidden_size=preset.hidden_size,
+            layers=preset.layers,
+            heads=preset.heads,
+            intermediate_size=preset.intermediate_size,
+            max_position_embeddings=8192,
+            corpus=rows_file,
+        )
+    )
+
+
+def train_scratch(
+    base: Path,
+    rows: list[dict],
+    preset: ProofPreset,
+    minutes: float,
+    device: str,
+    seed: int,
+    checkpoint: Path,
+    metrics_path: Path,
+    say: Callable[[str], None],
+    report_to: str = "none",
+):
+    """Every weight of the model in `base` trained on `rows` for `minutes` (`full_sft.train_full` with
+    the preset's settings), saved whole to `checkpoint`; returns the training log."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    say(f"training every weight for {minutes:g} minutes on {device}")
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype="float32")
+    settings = FullSFTSettings(
+        learning_rate=preset.learning_rate,
+        batch_tokens=preset.batch_tokens,
+        minutes=minutes,
+        device=device,
+        seed=seed,
+        warmup_steps=preset.warmup_steps,
+        epochs=preset.max_epochs,
+        max_length=8192,
+        report_to=report_to,
+    )
+    log = train_full(model, tokenizer, rows, settings, say=say, metrics_path=metrics_path)
+    model.to("cpu")
+    model.save_pretrained(checkpoint)
+    tokenizer.save_pretrained(checkpoint)
+    return log
+
+
+def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """The whole proof (see the module doc); returns what it writes to proof.json."""
     preset = PRESETS[config.preset].model_copy(
         update={
             k: v
@@ -334,61 +446,16 @@ def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[s
     catalog = work / "catalog"
     say(f"catalogue of {preset.products} products")
     t = time.monotonic()
-    shoparena(
-        "catalog",
-        "build",
-        "--products",
-        str(preset.products),
-        "--seed",
-        str(seed),
-        "--out",
-        str(catalog),
-        say=say,
-    )
-    gen = ["problems", "generate", "--catalog", str(catalog)]
-    shoparena(*gen, "--n", str(preset.train_problems), "--buckets", "product", "--seed", str(seed + 1),
-              "--out", str(work / "train-all.jsonl"), say=say)  # fmt: skip
-    shoparena(*gen, "--n", str(preset.heldout_product), "--buckets", "product", "--seed", str(seed + 1001),
-              "--out", str(work / "heldout-product.jsonl"), say=say)  # fmt: skip
-    heldout = read_jsonl(work / "heldout-product.jsonl")
-    if preset.heldout_other:
-        shoparena(*gen, "--n", str(preset.heldout_other), "--buckets", "shop,voucher", "--seed",
-                  str(seed + 2001), "--out", str(work / "heldout-other.jsonl"), say=say)  # fmt: skip
-        heldout += read_jsonl(work / "heldout-other.jsonl")
-    train_problems, leaked = leak_guard(read_jsonl(work / "train-all.jsonl"), heldout)
-    write_jsonl(work / "train.jsonl", train_problems)
-    write_jsonl(work / "heldout.jsonl", heldout)
+    shoparena("catalog", "build", "--products", str(preset.products), "--seed", str(seed),
+              "--out", str(catalog), say=say)  # fmt: skip
+    train_problems, leaked = make_problems(work, catalog, preset, seed, say)
     t = lap("data", t)
 
-    say(f"teacher (reference:agentic, style=concise) plays {len(train_problems)} training problems")
-    shoparena(
-        "eval", "--catalog", str(catalog), "--problems", str(work / "train.jsonl"),
-        "--agent", "reference:agentic", "--option", "style=concise", "--option", "protocol=qwen3",
-        "--profile", PROFILE, "--mode", "strict", "--similarity", "lexical",
-        "--workers", str(config.workers), "--out", str(work / "teacher"), "--quiet", say=say,
-    )  # fmt: skip
-    teacher = bucket_results(work / "teacher")
-    corpus = work / "corpus"
-    corpus.mkdir()
-    rows = rows_from_trajectories(work / "teacher" / "trajectories.jsonl", DEFAULT_SYSTEM_PROMPT)
-    write_jsonl(corpus / "train.jsonl", rows)
+    rows, teacher = play_teacher(catalog, work, PROFILE, config.workers, say)
     t = lap("teacher", t)
 
-    say(f"model from scratch, tokenizer trained on {len(rows)} rows")
     base = out / "base"
-    made = make_tiny_model(
-        TinyModelConfig(
-            out=base,
-            seed=seed,
-            vocab_size=preset.vocab_size,
-            hidden_size=preset.hidden_size,
-            layers=preset.layers,
-            heads=preset.heads,
-            intermediate_size=preset.intermediate_size,
-            max_position_embeddings=8192,
-            corpus=corpus / "train.jsonl",
-        )
-    )
+    made = init_model(base, work / "corpus" / "train.jsonl", preset, seed, say)
     t = lap("init_model", t)
     say(f"evaluating the untrained base on {preset.base_problems} held-out problems")
     base_results = eval_model(
@@ -396,26 +463,19 @@ def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[s
     )
     t = lap("eval_base", t)
 
-    say(f"training every weight for {minutes:g} minutes on {config.device}")
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype="float32")
-    settings = FullSFTSettings(
-        learning_rate=preset.learning_rate,
-        batch_tokens=preset.batch_tokens,
-        minutes=minutes,
-        device=config.device,
-        seed=seed,
-        warmup_steps=preset.warmup_steps,
-        epochs=preset.max_epochs,
-        max_length=8192,
+    checkpoint = out / "checkpoint"
+    log = train_scratch(
+        base,
+        rows,
+        preset,
+        minutes,
+        config.device,
+        seed,
+        checkpoint,
+        out / "metrics.jsonl",
+        say,
         report_to=config.report_to,
     )
-    log = train_full(model, tokenizer, rows, settings, say=say, metrics_path=out / "metrics.jsonl")
-    checkpoint = out / "checkpoint"
-    model.to("cpu")
-    model.save_pretrained(checkpoint)
-    tokenizer.save_pretrained(checkpoint)
-    del model
     t = lap("train", t)
 
     say("evaluating the trained checkpoint on held-out problems")

@@ -253,3 +253,105 @@ def test_view_shows_every_eval_run_the_loop_wrote(looped):
         assert episode.exit_code == 0, episode.output
         assert f"episode {rows[0]['problem_id']}" in episode.output and "constraints" in episode.output
         assert "judge: " in episode.output
+
+
+def test_the_learn_recipe_trains_a_scratch_model_on_teacher_rows_and_races_it_on_its_training_rendering(
+    looped, tmp_path, monkeypatch
+):
+    """`train.recipe: proof` (configs/loop/learn.yaml at toy size), on the season above: the model is
+    made from scratch with a tokenizer trained on the concise teacher's rows (played with the arena's
+    tools), trained on them and evaluated held-out; in the final race every prompt the distilled miner
+    has the served model answer is the training rendering of its episode so far: system prompt and
+    tool schemas as in the teacher's rows, and each turn the previous prompt, the model's own output
+    and the real tool results (verified by the proxy), byte for byte."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from shoparena.agents.hf_agent import Generation
+    from shoparena.inference.model_server import ChatModel
+    from shoparena.loop.config import ProofRecipe
+    from shoparena.loop.report_data import read_training
+    from shoparena.train.chat_render import ASSISTANT_HEADER, IM_END, render_row
+
+    layout, _result, _lines = looped
+    out = tmp_path / "learn"
+    for stage in (layout.season_dir, layout.firehose_dir, layout.corpus_dir):
+        shutil.copytree(stage, out / stage.name)
+    recipe = ProofRecipe(
+        preset="tiny", minutes=0.05, train_problems=30, heldout_product=2, heldout_other=0, base_problems=1
+    )
+    config = small_config().model_copy(
+        update={
+            "train": TrainPart(recipe="proof", proof=recipe),
+            "season_agents": False,
+            "race_untrained": True,
+        }
+    )
+    learn = LoopLayout(out=out)
+    rows_file = learn.train_dir / "work" / "corpus" / "train.jsonl"
+    seen: list[tuple[str, str]] = []
+
+    def scripted(self, prompt, request):
+        """The teacher's own turns, in order, as the served model's output (the tiny model's are noise)."""
+        tokenizer = self.agent.tokenizer
+        row = json.loads(rows_file.read_text().splitlines()[0])
+        spans = render_row(tokenizer, row).spans
+        turn = prompt.count(ASSISTANT_HEADER) - 1
+        text = spans[min(turn, len(spans) - 1)].text.removesuffix(IM_END)
+        seen.append((prompt, text))
+        return Generation(text=text, prompt_tokens=len(prompt) // 4, completion_tokens=len(text) // 4,
+                          finish_reason="stop")  # fmt: skip
+
+    monkeypatch.setattr(ChatModel, "_generate", scripted)
+    lines: list[str] = []
+    result = run_loop(config, out, lines.append)
+    ran = [s.stage for s in result.stages if not s.resumed]
+    assert ran == ["train", "season agents", "final race"], ran
+
+    # trained from scratch on the teacher's rows, with the arena's tools
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    assert rows and all(r["system_prompt"] and r["tools"] for r in rows)
+    assert {t["function"]["name"] for t in rows[0]["tools"]} >= {"check_product_match", "calculate_voucher"}
+    tokenizer = AutoTokenizer.from_pretrained(learn.train_dir / "00-base")
+    assert len(tokenizer) <= recipe.sizes().vocab_size + 16  # its own vocabulary, trained on the rows
+    checkpoint = learn.train_dir / "01-full-sft" / "model"
+    assert (checkpoint / "config.json").is_file()
+    assert result.stages[[s.stage for s in result.stages].index("train")].summary["checkpoint"] == str(
+        checkpoint
+    )
+    training = read_training(learn)
+    assert training.learn["teacher"]["rows"] == len(rows) and training.learn["profile"] == "oro7"
+    assert training.learn["training"]["steps"] >= 1
+    assert {"base", "full-sft"} <= {p.name for p in (learn.train_dir / "eval").iterdir()}
+
+    # the final race: each prompt is the training rendering of the episode so far
+    assert seen, "the distilled model was never asked"
+    teacher_head = render_row(tokenizer, rows[0]).text.split("<|im_start|>user\n")[0]
+    firsts = [p for p, _ in seen if p.count(ASSISTANT_HEADER) == 1]
+    assert firsts and all(p.startswith(teacher_head + "<|im_start|>user\n") for p in firsts)
+    later = [(p, o) for p, o in seen if p.count(ASSISTANT_HEADER) > 1]
+    assert later, "no episode went past its first turn"
+    for prompt, _ in later:
+        assert any(
+            prompt.startswith(p + o + IM_END + "\n<|im_start|>user\n<tool_response>\n") for p, o in seen
+        ), prompt[-400:]
+    store = open_store(learn.final_dir / "arena" / "arena.db")
+    try:
+        final = read_season(learn.final_season_file)
+        distilled = next(p for p in final.participants if p.get("miner") == DISTILLED_MINER)
+        records = [r for r in store.records() if r.agent.miner_hotkey == distilled["hotkey"]]
+    finally:
+        store.close()
+    entries = [e for r in records for e in (r.inference.entries if r.inference else []) if e.status == 200]
+    assert entries and sum(e.tool_messages for e in entries) > 0
+    assert all(e.unverified_tool_messages == 0 for e in entries)
+    placed = result.stages[-1].summary
+    assert (
+        placed["status"] == "raced" and placed["untrained"]["status"] == "raced"
+    )  # beside its random baseline
+    assert {DISTILLED_MINER, "untrained"} <= {p.get("miner") for p in final.participants}
+    md = learn.report_md.read_text()
+    assert "the random baseline" in md
+    assert "made from scratch here" in md and "What it cannot do: shop and voucher tasks" in md
+    assert "made from scratch here" in learn.report_html.read_text()

@@ -8,6 +8,7 @@ import miner_sdk
 
 MODEL = "reference-agentic"
 MAX_TURNS = 14
+KEEP_REASONING = False  # send the model's reasoning back with its turns (the loop's distilled model)
 SYSTEM = (
     "You are a shopping assistant. Find the products the customer describes with the tools you have, "
     "check their attributes and prices, recommend the best match and terminate."
@@ -39,13 +40,14 @@ def agent_main(problem_data):
     steps = []
     for _ in range(MAX_TURNS):
         message = miner_sdk.chat(messages, tools=tools, model=MODEL)["choices"][0]["message"]
-        messages.append(
-            {
-                "role": "assistant",
-                "content": message.get("content") or "",
-                "tool_calls": message.get("tool_calls"),
-            }
-        )
+        turn = {
+            "role": "assistant",
+            "content": message.get("content") or "",
+            "tool_calls": message.get("tool_calls"),
+        }
+        if KEEP_REASONING and message.get("reasoning_content"):
+            turn["reasoning_content"] = message["reasoning_content"]
+        messages.append(turn)
         recorded, results, ended = run_calls(message)
         messages.extend(results)
         steps.append(
