@@ -26,14 +26,27 @@ set: wide enough that no column is squashed or wrapped, so each row stays one li
 
 class OutputConsole(Console):
     """stdout's console: a terminal's width on a terminal; `PIPE_WIDTH` (or $COLUMNS) elsewhere, where
-    rich would otherwise assume 80 columns and squash a wide table to 6-character columns."""
+    rich would otherwise assume 80 columns and squash a wide table to 6-character columns.
+
+    $COLUMNS is read when a table is laid out, not when the console is made: rich fixes it at
+    construction, so a console made while one command ran with COLUMNS=60 would stay 60 columns wide
+    for every later command of the same process (a test session, a notebook)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._fixed_width = kwargs.get("width")
+        self._width = self._fixed_width
 
     @property
     def size(self) -> ConsoleDimensions:
-        size = super().size
-        if self._width is None and not self.is_terminal and "COLUMNS" not in os.environ:
-            return ConsoleDimensions(PIPE_WIDTH, size.height)
-        return size
+        if self._width is None:
+            columns = os.environ.get("COLUMNS", "")
+            height = super().size.height
+            if columns.isdigit() and int(columns) > 0:
+                return ConsoleDimensions(int(columns), height)
+            if not self.is_terminal:
+                return ConsoleDimensions(PIPE_WIDTH, height)
+        return super().size
 
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
@@ -41,7 +54,7 @@ class OutputConsole(Console):
 
 
 console = OutputConsole()
-err_console = Console(stderr=True)
+err_console = OutputConsole(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

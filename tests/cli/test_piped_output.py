@@ -39,3 +39,25 @@ def test_under_clirunner_too_and_columns_still_wins(monkeypatch):
     narrow = CliRunner().invoke(app, ["tools"], env={"COLUMNS": "60"})
     assert narrow.exit_code == 0, narrow.output
     assert max(len(line) for line in narrow.output.splitlines()) <= 60
+
+
+def test_a_width_seen_when_the_console_was_made_does_not_stick():
+    """rich fixes $COLUMNS when a console is made; with lazily imported commands the console is made
+    inside the first command, so a first command run with COLUMNS=60 squashed every later one."""
+    script = (
+        "import os; os.environ.pop('COLUMNS', None)\n"
+        "from typer.testing import CliRunner\n"
+        "from shoparena.cli import app\n"
+        "CliRunner().invoke(app, ['tools'], env={'COLUMNS': '60'})\n"
+        "print(CliRunner().invoke(app, ['tools']).output)\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert any(ROW in line for line in done.stdout.splitlines()), done.stdout[:400]

@@ -55,8 +55,9 @@ def _double_recommend():
     ],
 )
 def test_each_reject_reason(tmp_path, row, reason):
-    if isinstance(row, str):
-        (tmp_path / "in.jsonl").write_text(row + "\n")
+    if isinstance(row, str):  # beside a good row: input with nothing readable builds nothing at all
+        good = orjson.dumps(openai_row(problem_id="other", query="a different good row")).decode()
+        (tmp_path / "in.jsonl").write_text(row + "\n" + good + "\n")
         result = build_corpus(
             CorpusConfig(inputs=[tmp_path / "in.jsonl"], out=tmp_path / "out", parquet=False, report=False)
         )
