@@ -39,7 +39,7 @@ class OutputConsole(Console):
 
     @property
     def size(self) -> ConsoleDimensions:
-        if self._width is None:
+        if self._fixed_width is None:  # whatever later set `_width` (a live display), not the caller
             columns = os.environ.get("COLUMNS", "")
             height = super().size.height
             if columns.isdigit() and int(columns) > 0:
