@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shoparena.cli.common import console, fail, say, say_err
 from shoparena.cli.model_options import command_from_models, model_values
-from shoparena.records.options import CliFlag, SandboxBackend, SimilarityName
+from shoparena.records.options import CliFlag, Profile, SandboxBackend, SimilarityName
 from shoparena.season.setup import SeasonSettings
 
 HELP = """Play a competition season on a simulated clock, through the real arena.
@@ -88,6 +88,7 @@ SIMULATE_ORDER = (
     "qualifying_problems",
     "qualify_threshold",
     "similarity",
+    "profile",
     "weights",
     "all_honest",
 )
@@ -103,6 +104,8 @@ def simulate_command(**values: Any) -> None:
         raise fail(f"--sandbox {values['sandbox']!r}: use auto, bwrap, container or none")
     if values["similarity"] not in get_args(SimilarityName):
         raise fail(f"--similarity {values['similarity']!r}: use lexical or minilm")
+    if values["profile"] not in get_args(Profile):
+        raise fail(f"--profile {values['profile']!r}: use {', '.join(get_args(Profile))}")
     if values["weights"] not in ("shoparena", "subnet"):
         raise fail(f"--weights {values['weights']!r}: use shoparena or subnet")
     try:

@@ -149,6 +149,9 @@ class LoopConfig(BaseModel):
     race_untrained: bool = False
     """Also serve the untrained base model (04-train/00-base) and race it in the final race, with the
     distilled agent's miner file: the random baseline the distilled agent is placed against."""
+    final_race_whole_pool: bool = False
+    """Race every fresh held-out problem of the final race's pool instead of the season's
+    `race_problems`: the final race is the comparison, and more problems narrow it."""
 
     @classmethod
     def from_file(cls, path: Path | None) -> LoopConfig:

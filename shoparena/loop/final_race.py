@@ -50,10 +50,11 @@ def copy_arena(source: Path, target: Path) -> None:
     shutil.copytree(source, target)
 
 
-def fit_race_to_pool(arena_dir: Path, layout: LoopLayout, say) -> None:
+def fit_race_to_pool(arena_dir: Path, layout: LoopLayout, say, whole_pool: bool = False) -> None:
     """The final race draws from the firehose's pool (the fresh held-out problems of the rotation in force
     when it opens, kept out of training); when the pool holds fewer than the season's `race_problems`,
-    the arena would postpone the race, so the copy races on the whole pool instead (and says so)."""
+    the arena would postpone the race, so the copy races on the whole pool instead (and says so); with
+    `whole_pool` (the loop's `final_race_whole_pool`) it races the whole pool whatever its size."""
     from shoparena.arena.config import read_config, write_config
     from shoparena.problems.io import read_problems
 
@@ -61,7 +62,7 @@ def fit_race_to_pool(arena_dir: Path, layout: LoopLayout, say) -> None:
     pool = len(read_problems(pool_file).problems) if pool_file.is_file() else 0
     config = read_config(arena_dir)
     wanted = config.competition.race_problems
-    if 0 < pool < wanted:
+    if 0 < pool < wanted or (whole_pool and pool and pool != wanted):
         competition = config.competition.model_copy(update={"race_problems": pool})
         write_config(arena_dir, config.model_copy(update={"competition": competition}))
         say(
@@ -100,7 +101,7 @@ def run_final_race(
 
     arena_dir = layout.final_dir / "arena"
     copy_arena(layout.arena_dir, arena_dir)
-    fit_race_to_pool(arena_dir, layout, say)
+    fit_race_to_pool(arena_dir, layout, say, whole_pool=config.final_race_whole_pool)
     source = distilled_miner_source()
     layout.distilled_miner.write_text(source, encoding="utf-8")
     with ExitStack() as stack:

@@ -28,7 +28,7 @@ from shoparena.arena.config import CONFIG_FILE, CompetitionConfig, read_config
 from shoparena.arena.errors import ArenaError
 from shoparena.arena.ledger import CooldownPolicy
 from shoparena.arena.models import EvaluationSettings, JobPolicy
-from shoparena.records.options import CliFlag, SimilarityName
+from shoparena.records.options import CliFlag, Profile, SimilarityName
 from shoparena.season.clock import SEASON_EPOCH
 from shoparena.season.roster import FAVOURITE_SLOT
 from shoparena.season.seasonfile import BankTopUp
@@ -95,6 +95,12 @@ class SeasonSettings(BaseModel):
     )
     """lexical keeps a small season fast on a CPU; minilm is the production choice (the arena's own default
     and SPEC §4's embeddings)."""
+    profile: Annotated[Profile, CliFlag(type=str)] = Field(
+        "oro7", description="Tool profile the arena races with (new arenas): oro7, upstream4 or full."
+    )
+    """oro7 is the arena's (ORO's template); upstream4 is ShoppingBench's four tools, the rows the learning
+    proof trains on (configs/loop/learn.yaml races with them so the distilled agent meets the tools it
+    learned)."""
     sandbox: str = Field(
         "auto", description="bwrap, container, none, or auto (bwrap when it runs here, else none)."
     )
@@ -247,7 +253,10 @@ def open_or_init(arena_dir: Path, settings: SeasonSettings) -> Arena:
         cooldown=CooldownPolicy(full_s=12 * 3600, security_s=3600, format_s=300),
         jobs=JobPolicy(lease_s=3600, validators_per_submission=settings.validators, max_lapses=3),
         evaluation=EvaluationSettings(
-            similarity=settings.similarity, timeout_s=settings.problem_timeout_s, step_cap=settings.step_cap
+            similarity=settings.similarity,
+            profile=settings.profile,
+            timeout_s=settings.problem_timeout_s,
+            step_cap=settings.step_cap,
         ),
         competition=settings.competition(),
         created_at=SEASON_EPOCH,  # rotation periods count from here: the season's clock, not the machine's

@@ -93,15 +93,15 @@ def test_run_report_holds_the_tables_and_the_plots(two_runs):
     assert single.count("<svg") == 2  # one sample: no pass@k curve
 
 
-def test_report_command_compares_runs_side_by_side(two_runs, tmp_path, monkeypatch):
-    from shoparena.cli import common
-
+def test_report_command_compares_runs_side_by_side(two_runs, tmp_path):
     pipeline, agentic, _, _ = two_runs
     out, html = tmp_path / "table1.md", tmp_path / "table1.html"
-    # the console was sized when first imported (80 columns without a terminal): widen it so table
-    # cells are not wrapped into each other
-    monkeypatch.setattr(common.console, "width", 220)
-    result = cli.invoke(app, ["report", str(pipeline), str(agentic), "--out", str(out), "--html", str(html)])
+    # wide enough that table cells are not wrapped into each other, whatever $COLUMNS the suite runs
+    # with (the console reads it at layout; a width set on the console object is not the user's)
+    result = cli.invoke(
+        app, ["report", str(pipeline), str(agentic), "--out", str(out), "--html", str(html)],
+        env={"COLUMNS": "220"},
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     condensed = re.sub(r"[^0-9A-Za-z:()]", "", result.output)  # immune to the table wrapping cells
     assert "pipeline(axisB)" in condensed and "reference:agentic" in condensed
@@ -216,11 +216,8 @@ def test_the_comparison_report_reads_well_in_chromium(two_runs, strict_run, chro
 
 
 def test_every_warning_of_the_terminal_report_is_in_the_html_and_markdown(
-    two_runs, strict_run, tmp_path, monkeypatch
+    two_runs, strict_run, tmp_path
 ):
-    from shoparena.cli import common
-
-    monkeypatch.setattr(common.err_console, "width", 400)  # one warning, one line
     pipeline, _, _, _ = two_runs
     html, md = tmp_path / "t.html", tmp_path / "t.md"
     result = cli.invoke(

@@ -60,6 +60,14 @@ def test_the_season_arena_scores_with_the_title_similarity_asked_for(tmp_path, s
     assert SeasonSettings().similarity == "lexical"  # a small CPU season's default; production is minilm
 
 
+def test_the_season_arena_races_with_the_tool_profile_asked_for(tmp_path):
+    """configs/loop/learn.yaml races with upstream4's tools, the ones its distilled model learned."""
+    small = {"products": 200, "qualifying_bank": 3, "race_bank": 4}
+    with open_or_init(tmp_path / "arena", SeasonSettings(profile="upstream4", **small)) as arena:
+        assert arena.config.evaluation.profile == "upstream4"
+    assert SeasonSettings().profile == "oro7"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -68,6 +76,7 @@ def test_the_season_arena_scores_with_the_title_similarity_asked_for(tmp_path, s
         (["--days", "0"], "--days"),
         (["--sandbox", "docker"], "--sandbox"),
         (["--similarity", "cosine"], "similarity"),
+        (["--profile", "oro9"], "--profile"),
     ],
 )
 def test_bad_options_are_refused_before_anything_runs(tmp_path, options, message):
