@@ -215,9 +215,7 @@ def test_the_comparison_report_reads_well_in_chromium(two_runs, strict_run, chro
     assert not any(figure["legends"] for figure in single_layout)  # one run: its title names it
 
 
-def test_every_warning_of_the_terminal_report_is_in_the_html_and_markdown(
-    two_runs, strict_run, tmp_path
-):
+def test_every_warning_of_the_terminal_report_is_in_the_html_and_markdown(two_runs, strict_run, tmp_path):
     pipeline, _, _, _ = two_runs
     html, md = tmp_path / "t.html", tmp_path / "t.md"
     result = cli.invoke(
