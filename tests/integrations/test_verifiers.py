@@ -30,6 +30,13 @@ from shoparena.records.trajectory import TrajectoryRecord
 from tests.agents.conftest_llm import Reply, ScriptedChatServer, completion, error_body
 
 MODEL = "reference-agentic"
+
+
+def give_up() -> dict:
+    """A model reply that ends the episode at once: one `terminate` call."""
+    return completion(
+        None, [{"id": "c1", "type": "function", "function": {"name": "terminate", "arguments": "{}"}}]
+    )
 LIMIT = 4
 AXES = ("title", "price", "service", "sku_attr", "knowledge")
 REPO = Path(__file__).resolve().parents[2]
@@ -218,10 +225,7 @@ def test_failed_episodes_score_as_shoparena_eval_scores_them(
 
 
 def test_the_harness_options_reach_the_model(vfenv, small_catalog_dir, problems_file):
-    give_up = completion(
-        None, [{"id": "c1", "type": "function", "function": {"name": "terminate", "arguments": "{}"}}]
-    )
-    with ScriptedChatServer(lambda index, body: Reply(give_up)) as server:
+    with ScriptedChatServer(lambda index, body: Reply(give_up())) as server:
         env = vfenv.load_environment(
             small_catalog_dir,
             problems_file,
@@ -244,10 +248,7 @@ def test_the_harness_options_reach_the_model(vfenv, small_catalog_dir, problems_
 def test_a_task_system_prompt_wins(vfenv, small_catalog_dir, problems_file, tmp_path):
     """verifiers' `--env.taskset.system-prompt FILE` (what `vf-gepa` optimises) reaches the model."""
     (tmp_path / "prompt.txt").write_text("Find the cheapest match.")
-    give_up = completion(
-        None, [{"id": "c1", "type": "function", "function": {"name": "terminate", "arguments": "{}"}}]
-    )
-    with ScriptedChatServer(lambda index, body: Reply(give_up)) as server:
+    with ScriptedChatServer(lambda index, body: Reply(give_up())) as server:
         env = vfenv.load_environment(
             small_catalog_dir,
             problems_file,

@@ -108,6 +108,21 @@ def _median_or_none(values: list[float | None], stakes: list[float]) -> float | 
     return rules.stake_weighted_median([v for v, _ in pairs], [s for _, s in pairs])
 
 
+def latest_admitted(
+    arena: Arena, connection: Connection, submission_ids: list[str]
+) -> dict[str, tuple[Any, int]]:
+    """Of `submission_ids`, each registered miner's newest admitted one: hotkey → (the submission's
+    id, hotkey and creation row, the miner's uid). Qualifying and the bank-less leaderboard both rank
+    a miner by its latest submission only, so a resubmission replaces the one before."""
+    miners = {n.hotkey: n.uid for n in arena.metagraph.all(connection) if n.role == "miner"}
+    rows = connection.execute(
+        select(SUBMISSIONS.c.submission_id, SUBMISSIONS.c.miner_hotkey, SUBMISSIONS.c.created_at)
+        .where(SUBMISSIONS.c.submission_id.in_(submission_ids), SUBMISSIONS.c.admitted.is_(True))
+        .order_by(SUBMISSIONS.c.id)
+    ).all()
+    return {row.miner_hotkey: (row, miners[row.miner_hotkey]) for row in rows if row.miner_hotkey in miners}
+
+
 class RaceEngine:
     """Races over one opened arena. `clock()` gives the time (a datetime or Unix seconds); every method
     takes `now` too, which wins over the clock."""
@@ -204,24 +219,18 @@ class RaceEngine:
             with self.engine.connect() as fresh:
                 return self.qualifiers(fresh)
         scores = self.qualifying_scores(connection)
-        miners = {n.hotkey: n for n in self.arena.metagraph.all(connection) if n.role == "miner"}
-        rows = connection.execute(
-            select(SUBMISSIONS.c.submission_id, SUBMISSIONS.c.miner_hotkey, SUBMISSIONS.c.created_at)
-            .where(SUBMISSIONS.c.submission_id.in_(list(scores)), SUBMISSIONS.c.admitted.is_(True))
-            .order_by(SUBMISSIONS.c.id)
-        ).all()
-        latest: dict[str, Qualifier] = {}
-        for row in rows:
-            score = scores[row.submission_id]
-            if row.miner_hotkey in miners and score >= self.config.qualify_threshold:
-                latest[row.miner_hotkey] = Qualifier(
-                    hotkey=row.miner_hotkey,
-                    uid=miners[row.miner_hotkey].uid,
-                    submission_id=row.submission_id,
-                    submitted_at=row.created_at,
-                    qualifying_score=score,
-                )
-        return sorted(latest.values(), key=lambda q: (q.submitted_at, q.submission_id))
+        qualified = [sid for sid, score in scores.items() if score >= self.config.qualify_threshold]
+        latest = [
+            Qualifier(
+                hotkey=row.miner_hotkey,
+                uid=uid,
+                submission_id=row.submission_id,
+                submitted_at=row.created_at,
+                qualifying_score=scores[row.submission_id],
+            )
+            for row, uid in latest_admitted(self.arena, connection, qualified).values()
+        ]
+        return sorted(latest, key=lambda q: (q.submitted_at, q.submission_id))
 
     # -- the state machine -------------------------------------------------------------------------
 

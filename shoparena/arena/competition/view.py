@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Table, select
 from shoparena.arena.arena import Arena
 from shoparena.arena.competition import rules
 from shoparena.arena.competition.cache import COMPUTE, HIT, CacheInfo, ReadCache, data_version
-from shoparena.arena.competition.engine import RaceEngine
+from shoparena.arena.competition.engine import RaceEngine, latest_admitted
 from shoparena.arena.competition.models import (
     AgentDetail,
     AgentRaceResult,
@@ -392,16 +392,11 @@ class CompetitionView:
         left out), best first: provisional entries, which earn no weight and hold no crown."""
         standings = self._bank_standings(connection)
         scores = {sid: found.score for sid, found in standings.items() if found.score is not None}
-        miners = {n.hotkey: n for n in self.arena.metagraph.all(connection) if n.role == "miner"}
-        rows = connection.execute(
-            select(SUBMISSIONS.c.submission_id, SUBMISSIONS.c.miner_hotkey, SUBMISSIONS.c.created_at)
-            .where(SUBMISSIONS.c.submission_id.in_(list(scores)), SUBMISSIONS.c.admitted.is_(True))
-            .order_by(SUBMISSIONS.c.id)
-        ).all()
-        latest = {row.miner_hotkey: row for row in rows if row.miner_hotkey in miners}  # the newest wins
+        latest = latest_admitted(self.arena, connection, list(scores))
+        uids = {hotkey: uid for hotkey, (_row, uid) in latest.items()}
         results = self._bank_results(connection)
         ranked = sorted(
-            (row for hotkey, row in latest.items() if hotkey not in seen),
+            (row for hotkey, (row, _uid) in latest.items() if hotkey not in seen),
             key=lambda row: (-scores[row.submission_id], row.created_at, row.submission_id),
         )
         entries = []
@@ -413,7 +408,7 @@ class CompetitionView:
                 LeaderboardEntry(
                     rank=rank,
                     hotkey=row.miner_hotkey,
-                    uid=miners[row.miner_hotkey].uid,
+                    uid=uids[row.miner_hotkey],
                     submission_id=row.submission_id,
                     name=names.get(row.submission_id, ""),
                     score=scores[row.submission_id],
