@@ -37,6 +37,8 @@ def give_up() -> dict:
     return completion(
         None, [{"id": "c1", "type": "function", "function": {"name": "terminate", "arguments": "{}"}}]
     )
+
+
 LIMIT = 4
 AXES = ("title", "price", "service", "sku_attr", "knowledge")
 REPO = Path(__file__).resolve().parents[2]
