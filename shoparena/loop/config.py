@@ -85,6 +85,9 @@ class ProofRecipe(BaseModel):
 
     preset: Literal["tiny", "cpu", "gpu"] = "cpu"
     minutes: float | None = Field(None, gt=0, description="Training budget in minutes [preset's].")
+    max_epochs: float | None = Field(None, gt=0, description="Training budget in epochs [preset's].")
+    """Whichever of `minutes` and `max_epochs` comes first ends training, and the learning-rate schedule
+    runs over it: an epoch budget learns the same on a slow machine as on a fast one, only later."""
     train_problems: int | None = Field(None, ge=1, description="Problems the teacher plays [preset's].")
     heldout_product: int | None = Field(None, ge=1)
     heldout_other: int | None = Field(None, ge=0)
@@ -97,7 +100,7 @@ class ProofRecipe(BaseModel):
         """The preset with this recipe's overrides."""
         from shoparena.train.proof import PRESETS
 
-        keys = ("minutes", "train_problems", "heldout_product", "heldout_other", "base_problems")
+        keys = ("minutes", "max_epochs", "train_problems", "heldout_product", "heldout_other", "base_problems")
         return PRESETS[self.preset].model_copy(
             update={key: getattr(self, key) for key in keys if getattr(self, key) is not None}
         )
