@@ -82,7 +82,7 @@ class RunProgress(BaseModel):
     def count(self, digest: EpisodeDigest) -> None:
         self.successes += digest.success
         self.errors += bool(digest.error)
-        self.timeouts += digest.error == TIMEOUT_ERROR
+        self.timeouts += digest.error_kind == TIMEOUT_ERROR
 
 
 Progress = Callable[[RunProgress], None]
