@@ -277,6 +277,7 @@ def _open_locked(
         samples=config.samples,
         agent_spec=config.agent,
         agent_options=redact(config.agent_options()),
+        agent_file=config.agent_file or (previous.agent_file if previous else None),
         profile=config.profile,
         protocol=config.protocol,
         step_cap=config.step_cap,
