@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rich.markup import escape
 from rich.table import Table
 
 from shoparena.arena.config import ArenaConfig, CompetitionConfig
@@ -296,14 +297,16 @@ def serve_cmd(
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
     tick_s: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--tick-s",
             min=0,
             help="Advance the competition (open, start, close races) every this many seconds while the "
-            "arena has a race bank; 0 leaves it to `arena race tick`.",
+            "arena has a race bank; 0 leaves it to `arena race tick` \\[default: 30; 0 for an arena a "
+            "simulated season made, whose race days are past on the real clock].",
+            show_default=False,
         ),
-    ] = 30.0,
+    ] = None,
     workers: Annotated[
         int,
         typer.Option(
@@ -344,6 +347,7 @@ def serve_cmd(
     from shoparena.arena.api.app import create_app, serve
     from shoparena.arena.api.workers import WorkerSettings, check_workers, serve_workers
 
+    tick_s = serve_tick_s(arena_dir, tick_s)
     if background:
         options = ["--host", host, "--port", str(port), "--log-level", log_level, "--tick-s", str(tick_s)]
         options += ["--workers", str(workers)] + (["--nonce-store", nonce_store] if nonce_store else [])
@@ -366,6 +370,28 @@ def serve_cmd(
             return
     settings = WorkerSettings(arena_dir=arena_dir.resolve(), nonce_store=nonce_store, tick_s=tick_s)
     serve_workers(settings, workers, host, port, log_level)
+
+
+DEFAULT_TICK_S = 30.0
+
+
+def serve_tick_s(arena_dir: Path, asked: float | None) -> float:
+    """The race scheduler's period: the one asked for, else 30 s — but 0 (no scheduler) for an arena a
+    simulated season made, with a line saying so. Why: its races ran on the season's clock, so on the
+    real one every race day is past and the scheduler would open a new race within a tick of serving,
+    while the user only came to look at the season's leaderboard (`make demo` sends them here)."""
+    from shoparena.season.setup import made_by_a_season
+
+    if asked is not None:
+        return asked
+    if not made_by_a_season(arena_dir):
+        return DEFAULT_TICK_S
+    say_err(
+        f"{escape(str(arena_dir))} was made by a simulated season (its races ran on the season's clock): "
+        "serving it without the race scheduler, so no race opens on today's clock; pass --tick-s 30 to run "
+        "races"
+    )
+    return 0.0
 
 
 PORT_ENV = "SHOPARENA_ARENA_PORT"
@@ -406,7 +432,6 @@ def start_in_background(arena_dir: Path, host: str, port: int, log_file: Path, o
     import time
 
     import httpx
-    from rich.markup import escape
 
     if port == 0:
         raise fail("--background needs a fixed --port (0 picks a port nobody would know)")

@@ -79,7 +79,7 @@ def advice(report, episodes) -> list[str]:
     if errors:
         kinds: dict[str, int] = {}
         for item in errors:
-            kind = "timeout" if item.error.startswith("timeout") else error_kind(item.error)
+            kind = error_kind(item.error)
             kinds[kind] = kinds.get(kind, 0) + 1
         what = ", ".join(f"{kind} on {n}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
         lines.append(

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
@@ -68,6 +68,7 @@ class EvalConfig(BaseModel):
     entrant of a race, say)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    cli_exclude: ClassVar[frozenset[str]] = frozenset({"agent_file"})
 
     catalog: Path = Field(description="Catalogue directory the harness searches.")
     problems: Annotated[Path | list[Problem], CliFlag(type=Path)] = Field(
@@ -129,6 +130,9 @@ class EvalConfig(BaseModel):
     )
     bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples for the intervals.")
     seed: int = Field(0, description="Bootstrap seed.")
+    agent_file: str | None = None
+    """The miner file as its author names it, where the spec's `file:PATH` is a copy (`miner try` runs
+    `agent.py`): recorded in run.json so a viewer shows the miner's frames under the author's name."""
 
     @field_validator("catalog")
     @classmethod
@@ -291,6 +295,9 @@ class RunConfig(BaseModel):
     samples: int
     agent_spec: str
     agent_options: dict[str, Any] = Field(default_factory=dict)
+    agent_file: str | None = None
+    """The author's name for the miner file the spec's copy came from (`EvalConfig.agent_file`); absent
+    from runs written before it, which show the spec's own file name."""
     agent: AgentIdentity | None = None
     profile: str
     protocol: str | None = None

@@ -36,7 +36,8 @@ from shoparena.scoring.answers import Answer
 LATE_FIELDS = frozenset({"score", "judge"})
 """What the parent adds to a worker's record: appended last on each trajectories.jsonl line."""
 TIMEOUT_ERROR = "timeout"
-"""The error of an episode that ran past its deadline (`--timeout`)."""
+"""The error of an episode that ran past its deadline (`--timeout`); a miner file killed at its own
+limit records `timeout: agent_main did not return within N s; …` (`file_agent`), the same kind."""
 ENDPOINT_ERROR = re.compile(r"https?://\S+: ")
 """How a model endpoint's failure reads: the OpenAI-compatible client's `ModelError` names the URL
 first (`URL: gave up after N attempts; last error: …` once its own retries are spent, `URL: MESSAGE`
@@ -50,7 +51,8 @@ def error_kind(error: str) -> str:
 
     - `endpoint`: the model endpoint could not be reached, did not answer in time, or refused the
       request (connection failure, HTTP error) after the client's own retries;
-    - `timeout`: the episode ran past `--timeout` (an overloaded endpoint, or the agent's own slowness);
+    - `timeout`: the episode ran past `--timeout` (an overloaded endpoint, or the agent's own slowness), or
+      a miner file ran past its own per-problem limit (`timeout: …`, with the limit in seconds);
     - `worker crashed`: the process running the episode died (killed, out of memory, a native crash);
     - `agent crashed`: the agent's code raised (a miner file's `agent_main failed: …`, with its traceback);
     - `agent error`: anything else the agent reported (a failed local model call, output it could not
@@ -58,7 +60,7 @@ def error_kind(error: str) -> str:
 
     Every kind scores as a failure; `endpoint` and `timeout` are the ones `--retry-errors` re-runs.
     """
-    if error == TIMEOUT_ERROR:
+    if error == TIMEOUT_ERROR or error.startswith(f"{TIMEOUT_ERROR}:"):
         return TIMEOUT_ERROR
     if ENDPOINT_ERROR.match(error):
         return "endpoint"
@@ -67,6 +69,14 @@ def error_kind(error: str) -> str:
     if error.startswith(("agent crashed", "agent_main failed")):
         return "agent crashed"
     return "agent error"
+
+
+def error_end_reason(error: str) -> str:
+    """The `end_reason` of an episode that ended in `error`: a timeout says so (its error already does,
+    with the limit); any other error reads as the agent's."""
+    if error_kind(error) == TIMEOUT_ERROR:
+        return error
+    return f"agent error: {error}"
 
 
 class EpisodeTask(BaseModel):
@@ -156,7 +166,7 @@ def episode_record(
         recommended_product_ids=episode.recommended_product_ids,
         terminated=episode.terminated,
         steps_used=episode.steps_used,
-        end_reason=episode.end_reason or (f"agent error: {error}" if error else "agent returned"),
+        end_reason=episode.end_reason or (error_end_reason(error) if error else "agent returned"),
         error=error,
         notes=[*agent_run.notes, *episode.notes],
     )
@@ -183,7 +193,7 @@ def failed_record(
         recommended_product_ids=None,
         terminated=None,
         steps_used=0,
-        end_reason=f"agent error: {error}",
+        end_reason=error_end_reason(error),
         error=error,
     )
     step_cap = config.step_cap or DEFAULT_STEP_CAPS.get(config.profile, 0)

@@ -82,7 +82,7 @@ class RunProgress(BaseModel):
     def count(self, digest: EpisodeDigest) -> None:
         self.successes += digest.success
         self.errors += bool(digest.error)
-        self.timeouts += digest.error == TIMEOUT_ERROR
+        self.timeouts += digest.error_kind == TIMEOUT_ERROR
 
 
 Progress = Callable[[RunProgress], None]
@@ -277,6 +277,7 @@ def _open_locked(
         samples=config.samples,
         agent_spec=config.agent,
         agent_options=redact(config.agent_options()),
+        agent_file=config.agent_file or (previous.agent_file if previous else None),
         profile=config.profile,
         protocol=config.protocol,
         step_cap=config.step_cap,

@@ -174,8 +174,9 @@ def trajectories_path(path: Path) -> Path:
 def load_episodes(path: Path | str, miner_file: str | None = None, full: bool = False) -> EpisodeSet:
     """Every episode of a run directory or trajectories file (the newest record of each pair).
 
-    `miner_file`: the name to show a miner's traceback frames under (default: the agent file's name
-    from the run's agent spec, `file:PATH`); `full`: call results and arguments whole, not abridged."""
+    `miner_file`: the name to show a miner's traceback frames under (default: the name run.json records
+    for the file, `agent_file`, else the agent file's name from the run's agent spec, `file:PATH`);
+    `full`: call results and arguments whole, not abridged."""
     from shoparena.agents.base import RunnerError
 
     source = trajectories_path(Path(path))
@@ -189,6 +190,9 @@ def load_episodes(path: Path | str, miner_file: str | None = None, full: bool = 
         raise ReportError(f"{source} holds no trajectory record")
     run = _run_config(source.parent)
     judged = bool(run.get("judged")) if run else any(r.judge is not None for r in log.records)
+    recorded_file = run.get("agent_file")
+    if miner_file is None and isinstance(recorded_file, str) and recorded_file:
+        miner_file = recorded_file  # the author's name for the copy the run ran (`miner try`)
     seen: dict[str, int] = {}
     anchors: set[str] = set()
     episodes = []
@@ -504,6 +508,15 @@ def summary_line(episodes: Sequence[EpisodeView]) -> str:
     )
 
 
+def agent_label(view: EpisodeView) -> str:
+    """The agent as the episode's header names it: its spec, led by the author's own file name where
+    the run ran a copy under another (`my_bot.py (run as file:…/agent.py)`)."""
+    copied = _file_name(view.agent)
+    if view.miner_file and copied and view.miner_file != copied:
+        return f"{view.miner_file} (run as {view.agent})"
+    return view.agent
+
+
 def episode_lines(view: EpisodeView, markup: bool = False) -> list[str]:
     """One episode as lines of text: rich markup when `markup`, plain otherwise."""
 
@@ -518,7 +531,8 @@ def episode_lines(view: EpisodeView, markup: bool = False) -> list[str]:
     rule = "" if row.rule is None else f" · rule {row.rule:.2f}"
     sample = f" · sample {row.sample}" if row.sample else ""
     lines = [
-        f"{label('episode')} {e(row.problem_id)}{sample} · {e(row.bucket)} · {verdict}{rule} · {e(view.agent)}",
+        f"{label('episode')} {e(row.problem_id)}{sample} · {e(row.bucket)} · {verdict}{rule} · "
+        f"{e(agent_label(view))}",
         f"{label('query')}: {e(view.query)}",
     ]
     for turn in view.turns:

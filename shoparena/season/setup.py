@@ -227,6 +227,15 @@ def claim_for_season(arena_dir: Path) -> None:
     )
 
 
+def made_by_a_season(arena_dir: Path) -> bool:
+    """Whether the season simulator made `arena_dir` (its marker, or an older season's clock stamp):
+    its races ran on the season's simulated clock, so the real one finds every race day past."""
+    arena_dir = Path(arena_dir)
+    return (arena_dir / SIMULATED_MARKER).is_file() or (
+        (arena_dir / CONFIG_FILE).is_file() and _made_by_an_older_season(arena_dir)
+    )
+
+
 def _made_by_an_older_season(arena_dir: Path) -> bool:
     """An arena a season made before seasons marked theirs: created on the season's clock (`arena init`
     stamps the machine's)."""

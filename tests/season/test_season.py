@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from typer.testing import CliRunner
@@ -205,3 +206,67 @@ def test_a_second_season_in_the_same_arena_goes_on_where_the_first_ended(tmp_pat
     assert second.races[0].opened_at == first.races[0].opened_at + timedelta(days=1)
     assert second.races[0].seed_commitment != first.races[0].seed_commitment
     assert not {s.submission_id for s in first.submissions} & {s.submission_id for s in second.submissions}
+
+
+def test_arena_serve_of_a_seasons_arena_opens_no_race_on_todays_clock(tmp_path, sandbox_ready, monkeypatch):
+    """`make demo` ends by telling the user to `arena serve` the season's arena to see its leaderboard.
+    Its races ran on the season's clock (March 2026): a race scheduler on the real clock would find every
+    race day long past and open a new race. Served as told (no --tick-s), it shows the season's races and
+    opens none, and says how to run races; asked for (--tick-s), the scheduler runs. Served for real on
+    loopback, with the scheduler's period shortened so a tick would come within the test."""
+    import threading
+
+    import httpx
+
+    from shoparena.arena.api import app as app_module
+    from shoparena.harness.loopback import AppThread
+
+    settings = SeasonSettings(
+        miners=1, validators=1, days=1, seed=SEED, sandbox="bwrap", race_problems=1, qualifying_problems=1
+    )
+    season = Season(tmp_path / "arena", settings).run()
+    assert season.races
+
+    class FastScheduler(app_module.RaceScheduler):
+        def __init__(self, engine, period_s):
+            super().__init__(engine, 0.1)
+            self.ticked = threading.Event()
+
+        def tick(self):
+            done = super().tick()
+            self.ticked.set()
+            return done
+
+    class WithLifespan(AppThread):
+        # the scheduler starts with the app, as under `arena serve`
+        FIXED: ClassVar[dict[str, str]] = {"lifespan": "on"}
+
+    seen: dict[str, list] = {}
+    schedulers: list[FastScheduler] = []
+
+    def scheduler(engine, period_s):
+        made = FastScheduler(engine, period_s)
+        schedulers.append(made)
+        return made
+
+    def serve(app, host="127.0.0.1", port=8742, log_level="info", **options):
+        server = WithLifespan(app, host, 0, name="served arena")
+        server.start()
+        try:
+            if schedulers:  # a tick done (it sets the event once the engine's tick returned)
+                assert schedulers[0].ticked.wait(10), "the race scheduler never ticked"
+            seen["races"] = httpx.get(f"{server.url}/v1/races", timeout=30).json()
+        finally:
+            server.stop()
+
+    monkeypatch.setattr(app_module, "RaceScheduler", scheduler)
+    monkeypatch.setattr(app_module, "serve", serve)
+    season_races = {race.race_id for race in season.races}
+    result = runner.invoke(app, ["arena", "serve", "--dir", str(tmp_path / "arena")])
+    assert result.exit_code == 0, result.output
+    assert {race["race_id"] for race in seen["races"]} == season_races, "serving it opened a race"
+    assert not schedulers and "made by a simulated season" in result.output and "--tick-s" in result.output
+    # asked for, the scheduler runs on the real clock (and opens the race the season's clock never reached)
+    result = runner.invoke(app, ["arena", "serve", "--dir", str(tmp_path / "arena"), "--tick-s", "30"])
+    assert result.exit_code == 0, result.output
+    assert schedulers and {race["race_id"] for race in seen["races"]} > season_races

@@ -266,6 +266,7 @@ def evaluate(report: TryoutReport, settings: TryoutSettings, progress=None) -> T
         sandbox=settings.sandbox,
         inference_models=settings.inference_models,
         name=f"miner try {sha256[:12]}",
+        agent_file=str(report.agent),
     )
     try:
         judge = make_judge(settings.judge)

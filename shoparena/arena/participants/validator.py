@@ -77,10 +77,12 @@ def evaluation_config(
     sandbox: SandboxBackend = "bwrap",
     inference_models: dict[str, str] | None = None,
     name: str,
+    agent_file: str | None = None,
 ) -> EvalConfig:
     """The eval run of a miner file as the arena runs it: its evaluation settings (production-strict),
     the file agent in the sandbox, the inference proxy's allowlist (None: the offline reference models).
-    Validators run jobs with it, and `miner try` runs a miner's file with it before submission."""
+    Validators run jobs with it, and `miner try` runs a miner's file with it before submission (its copy
+    of the file, `agent_file` the name the miner gave it)."""
     from shoparena.eval.config import EvalConfig
 
     return EvalConfig(
@@ -97,6 +99,7 @@ def evaluation_config(
         timeout=evaluation.timeout_s,
         bootstrap=0,
         name=name,
+        agent_file=agent_file,
         sandbox=sandbox,
         options={"inference_models": dict(inference_models)} if inference_models else {},
     )

@@ -268,3 +268,25 @@ def test_the_episodes_timeout_cancels_a_longer_sandbox_clock(small_catalog_dir, 
     assert time.monotonic() - started < 8
     assert record["outcome"]["error"] == "timeout" and record["timings"]["wall_s"] < 3.5
     assert host_processes_with(problems[0]["problem_id"]) == []
+
+
+def test_a_miner_past_its_own_time_limit_is_reported_as_a_timeout(small_catalog_dir, problems_file, tmp_path):
+    """The file agent's own clock (`--option timeout_s`, no episode `--timeout`) kills a miner that never
+    returns: the run counts it as a timeout (with the limit), not as the agent's error, and the viewer
+    says so too."""
+    out = tmp_path / "run"
+    miner = Path(__file__).resolve().parents[1] / "miners" / "sleeping_miner.py"
+    args = ["eval", "--catalog", str(small_catalog_dir), "--problems", str(problems_file)]
+    args += ["--agent", f"file:{miner}", "--out", str(out), "--limit", "1", "--executor", "inline"]
+    args += ["--option", "timeout_s=1.5", "--similarity", "lexical", "--bootstrap", "10"]
+    result = CliRunner().invoke(app, args)
+    assert "(1 timeouts)" in result.output and "(timeout 1)" in result.output, result.output
+    assert "agent error" not in result.output
+    [record] = records(out)
+    assert record["outcome"]["error"].startswith("timeout: agent_main did not return within 1.5 s")
+    assert record["outcome"]["end_reason"].startswith("timeout: agent_main did not return within 1.5 s")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["counts"]["errors_by_kind"] == {"timeout": 1}
+    viewed = CliRunner().invoke(app, ["view", str(out), "--json"])
+    [row] = json.loads(viewed.output)["episodes"]
+    assert row["error_kind"] == "timeout" and "within 1.5 s" in row["error"]

@@ -203,6 +203,16 @@ def test_miner_try_on_a_crash_shows_the_miners_own_frame_and_advice_about_the_cr
     assert "reasoned" not in out and "judge q none judged" in out
     page = next((tmp_path / "t").glob("*/run-*/report.html")).read_text()
     assert f"File &quot;{agent}&quot;, line 7" in page
+    # `shoparena view` of the run, later and without the file at hand, names it as the user did too
+    run_dir = next((tmp_path / "t").glob("*/run-*"))
+    table = runner.invoke(app, ["view", str(run_dir)], env={"COLUMNS": "300"})
+    assert table.exit_code == 0 and f"(at {agent}:7 in parse_budget)" in table.output, table.output
+    problem = orjson.loads((run_dir / "trajectories.jsonl").read_bytes().splitlines()[0])["problem"]
+    episode = runner.invoke(app, ["view", str(run_dir), problem["problem_id"]], env={"COLUMNS": "300"})
+    assert episode.exit_code == 0, episode.output
+    assert f"your code ({agent})" in episode.output
+    assert f'File "{agent}", line 7, in parse_budget' in episode.output
+    assert f"· {agent} (run as " in episode.output.splitlines()[0]
 
 
 def test_a_failed_voucher_row_names_the_failing_constraint():
