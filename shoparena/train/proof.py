@@ -397,7 +397,10 @@ def train_scratch(
     the preset's settings), saved whole to `checkpoint`; returns the training log."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    say(f"training every weight for {minutes:g} minutes on {device}")
+    budget = f"{minutes:g} minutes"
+    if preset.max_epochs is not None:
+        budget = f"{preset.max_epochs:g} epochs (or {budget}, whichever comes first)"
+    say(f"training every weight for {budget} on {device}")
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype="float32")
     settings = FullSFTSettings(
