@@ -100,7 +100,14 @@ class ProofRecipe(BaseModel):
         """The preset with this recipe's overrides."""
         from shoparena.train.proof import PRESETS
 
-        keys = ("minutes", "max_epochs", "train_problems", "heldout_product", "heldout_other", "base_problems")
+        keys = (
+            "minutes",
+            "max_epochs",
+            "train_problems",
+            "heldout_product",
+            "heldout_other",
+            "base_problems",
+        )
         return PRESETS[self.preset].model_copy(
             update={key: getattr(self, key) for key in keys if getattr(self, key) is not None}
         )

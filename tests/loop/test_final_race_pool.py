@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from shoparena.arena.config import read_config
-from shoparena.loop.config import LoopConfig
+from shoparena.loop.config import LoopConfig, ProofRecipe
 from shoparena.loop.final_race import fit_race_to_pool
 from shoparena.loop.layout import LoopLayout
 from shoparena.problems.generator import ProblemGenerator
@@ -47,3 +47,7 @@ def test_the_learn_config_races_the_whole_pool_with_the_proofs_tools():
     learn = LoopConfig.from_file(TINY_PIPELINE.parent.parent / "loop" / "learn.yaml")
     assert learn.final_race_whole_pool and learn.season.profile == "upstream4"
     assert LoopConfig().final_race_whole_pool is False
+    # budgeted in epochs (the learning-rate schedule runs over them), minutes only a ceiling
+    sizes = learn.train.proof.sizes()
+    assert sizes.max_epochs == 3 and sizes.minutes >= 120
+    assert ProofRecipe(preset="cpu").sizes().max_epochs is None  # the cpu preset's own budget: minutes
