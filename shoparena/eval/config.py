@@ -295,9 +295,10 @@ class RunConfig(BaseModel):
     samples: int
     agent_spec: str
     agent_options: dict[str, Any] = Field(default_factory=dict)
-    agent_file: str | None = None
+    agent_file: str | None = Field(None, exclude_if=lambda value: value is None)
     """The author's name for the miner file the spec's copy came from (`EvalConfig.agent_file`); absent
-    from runs written before it, which show the spec's own file name."""
+    from runs written before it, which show the spec's own file name, and not written when there is
+    none, so a run without one keeps the bytes earlier versions wrote."""
     agent: AgentIdentity | None = None
     profile: str
     protocol: str | None = None
