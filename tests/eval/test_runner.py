@@ -473,6 +473,11 @@ def test_error_kinds_say_which_errors_a_retry_reruns():
         error_kind("agent_main failed: TypeError: boom\nTraceback (most recent call last):")
         == "agent crashed"
     )
+    # a miner cannot pass its own exception off as the harness's timeout (which --retry-errors re-runs):
+    # what it raises always comes after the file agent's `agent_main failed:`
+    spoof = "agent_main failed: RuntimeError: timeout: agent_main did not return within 1 s"
+    assert error_kind(spoof) == "agent crashed"
+    assert error_kind("timeout: agent_main did not return within 1 s; the sandbox killed it") == TIMEOUT_ERROR
     assert error_kind("worker crashed (exit code -9)") == "worker crashed"
     assert error_kind("model call failed: RuntimeError: CUDA out of memory") == "agent error"
     assert error_kind("agent_main returned malformed steps: not a list") == "agent error"
