@@ -47,7 +47,9 @@ def test_the_learn_config_races_the_whole_pool_with_the_proofs_tools():
     learn = LoopConfig.from_file(TINY_PIPELINE.parent.parent / "loop" / "learn.yaml")
     assert learn.final_race_whole_pool and learn.season.profile == "upstream4"
     assert LoopConfig().final_race_whole_pool is False
-    # budgeted in epochs (the learning-rate schedule runs over them), minutes only a ceiling
+    # budgeted in epochs (the learning-rate schedule runs over them), minutes only a ceiling; twice the
+    # preset's distinct rows, each seen twice (three epochs over the preset's rows memorised ids)
     sizes = learn.train.proof.sizes()
-    assert sizes.max_epochs == 3 and sizes.minutes >= 120
+    assert sizes.max_epochs == 2 and sizes.minutes >= 120
+    assert sizes.train_problems == 2 * ProofRecipe(preset="cpu").sizes().train_problems
     assert ProofRecipe(preset="cpu").sizes().max_epochs is None  # the cpu preset's own budget: minutes
