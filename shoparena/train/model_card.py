@@ -49,6 +49,8 @@ class Lineage(BaseModel):
     stages: list[StageEntry]
     heldout: str | None = None
     """This checkpoint's Table 1 row (Markdown table: the base model's row, then this one's)."""
+    heldout_source: str | None = None
+    """Which held-out problems `heldout` is on (None: the corpus' eval split, as `train pipeline` has it)."""
 
 
 def read_lineage(model: Path | str) -> Lineage | None:
@@ -137,12 +139,11 @@ def card_text(lineage: Lineage, directory: Path) -> str:
         )
     lines += ["", "## Held-out evaluation (Table 1)", ""]
     if lineage.heldout:
-        lines += [
-            "Strict success on the corpus' held-out (eval-split) problems, which no stage trained or "
-            "sampled on (the corpus' leak guard), next to the base model:",
-            "",
-            lineage.heldout.strip(),
-        ]
+        source = lineage.heldout_source or (
+            "the corpus' held-out (eval-split) problems, which no stage trained or sampled on (the "
+            "corpus' leak guard)"
+        )
+        lines += [f"Strict success on {source}, next to the base model:", "", lineage.heldout.strip()]
     else:
         lines.append(
             "Not evaluated yet: `shoparena train pipeline` evaluates every checkpoint on the corpus' "
@@ -154,7 +155,8 @@ def card_text(lineage: Lineage, directory: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write(lineage: Lineage, directory: Path) -> Path:
+def write_card(lineage: Lineage, directory: Path) -> Path:
+    """`README.md` and the lineage file in `directory` (a checkpoint)."""
     (directory / LINEAGE_FILE).write_bytes(
         orjson.dumps(lineage.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
     )
@@ -178,7 +180,7 @@ def write_model_card(config: Any, result: StageResult) -> list[Path]:
     stages = [*(earlier.stages if earlier else []), stage_entry(config, result)]
     base = earlier.base_model if earlier else str(config.model)
     lineage = Lineage(base_model=base, stages=stages)
-    return [_write(lineage, directory) for directory in checkpoint_dirs(result)]
+    return [write_card(lineage, directory) for directory in checkpoint_dirs(result)]
 
 
 def add_heldout(result: StageResult, table: str) -> list[Path]:
@@ -188,5 +190,5 @@ def add_heldout(result: StageResult, table: str) -> list[Path]:
     for directory in checkpoint_dirs(result):
         lineage = read_lineage(directory)
         if lineage is not None and lineage.stages[-1].out == str(result.out):
-            written.append(_write(lineage.model_copy(update={"heldout": table}), directory))
+            written.append(write_card(lineage.model_copy(update={"heldout": table}), directory))
     return written

@@ -17,7 +17,8 @@ number into the price filter, an id from the tool result into `recommend_product
 transformers learn quickly; the tokenizer is trained on these rows (short contexts, small vocabulary).
 
 Writes DIR/proof.json (per-bucket held-out success with 95% Wilson intervals, base vs trained, the loss
-curve, tokens/s, parameters, wall time, machine) and DIR/checkpoint/ (loads as `hf:DIR/checkpoint`).
+curve, tokens/s, parameters, wall time, machine) and DIR/checkpoint/ (loads as `hf:DIR/checkpoint`), with
+a model card (`proof_card`: its stages, data and held-out Table 1 row).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from shoparena.train.full_sft import FullSFTSettings, train_full
+from shoparena.train.proof_card import write_cards
 from shoparena.train.reporting import REPORT_TO_HELP, ReportToOption
 
 PROOF_FILE = "proof.json"
@@ -505,6 +507,7 @@ def run_proof(config: ProofConfig, say: Callable[[str], None] = print) -> dict[s
                        "max_new_tokens": preset.max_new_tokens, "max_turns": preset.max_turns},
     }  # fmt: skip
     (out / PROOF_FILE).write_text(json.dumps(proof, indent=2))
+    write_cards(out, proof)
     if preset.rs_problems or preset.grpo_steps:
         return on_top(config, preset, say)
     return proof
@@ -557,6 +560,7 @@ def on_top(config: ProofConfig, preset: ProofPreset, say: Callable[[str], None])
         current = checkpoint
         proof["on_top"][name] = {**facts, "seconds": round(time.monotonic() - t, 1)}
         path.write_text(json.dumps(proof, indent=2))
+        write_cards(out, proof)  # before the next stage: `train grpo` chains the card it starts from
     path.write_text(json.dumps(proof, indent=2))
     return proof
 

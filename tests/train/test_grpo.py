@@ -22,6 +22,7 @@ from shoparena.train.multiturn import (
 )
 from shoparena.train.rewards import RewardFormula
 from tests.jsonl import read_jsonl
+from tests.train.events import scalars
 from tests.train.sampling_world import world
 
 torch = pytest.importorskip("torch")
@@ -109,6 +110,8 @@ def test_cli_v19_end_to_end_with_leak_guard_teachers_and_outputs(tiny, sampling,
         "--max-completion-tokens",
         "3000",
         "--merge",
+        "--report-to",
+        "tensorboard",
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -137,6 +140,10 @@ def test_cli_v19_end_to_end_with_leak_guard_teachers_and_outputs(tiny, sampling,
     assert (out / "merged" / "config.json").is_file()
     report = (out / "report.md").read_text()
     assert "Dr. GRPO (v19)" in report and "dropped_by_cluster" in report and "8 rows checked" in report
+    # --report-to reaches TRL's GRPOTrainer: its TensorBoard events land in OUT/tensorboard/<run>
+    pytest.importorskip("tensorboard")
+    logged = scalars(out / "tensorboard")
+    assert [step for step, _ in logged["train/loss"]] == [1, 2]
 
 
 def test_run_grpo_refuses_what_the_leak_guard_drops(tiny, sampling, tmp_path):

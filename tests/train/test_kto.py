@@ -17,6 +17,7 @@ from shoparena.train.kto import KTOStageConfig, run_kto
 from shoparena.train.kto_data import kto_examples
 from shoparena.train.metrics import read_metrics
 from shoparena.train.rollouts import read_records
+from tests.train.events import scalars
 from tests.train.sampling_world import World, world
 
 
@@ -190,10 +191,13 @@ def test_kto_command_with_the_tiny_config(tmp_path, tiny_model_dir, teacher_run,
     out = tmp_path / "kto"
     args = ["train", "kto", "--config", str(config), "--model", str(tiny_model_dir)]
     args += ["--trajectories", str(trajectories), "--catalog", str(w.catalog), "--probe-problems", str(probe)]
-    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    result = CliRunner().invoke(app, [*args, "--out", str(out), "--report-to", "tensorboard"])
     assert result.exit_code == 0, result.output
     assert "steps: 1" in result.output and str(out / "adapter") in result.output
     assert "stopped early" in (out / "report.md").read_text()
+    # --report-to reaches TRL's KTOTrainer: its TensorBoard events land in OUT/tensorboard/<run>
+    pytest.importorskip("tensorboard")
+    assert "train/loss" in scalars(out / "tensorboard")
     no_catalog = [a for a in args if a not in ("--catalog", str(w.catalog))]
     result = CliRunner().invoke(app, [*no_catalog, "--out", str(tmp_path / "k2")])
     assert result.exit_code == 2 and "--catalog" in result.output

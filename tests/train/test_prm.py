@@ -21,6 +21,7 @@ from shoparena.scoring.rules import parse_product_ids
 from shoparena.scoring.similarity import make_similarity
 from shoparena.train.prm import PRMStageConfig, ProcessRewardModel, auc, run_prm
 from shoparena.train.prm_labels import OUTPUTS, step_labels
+from tests.train.events import scalars
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +98,7 @@ def test_the_head_learns_more_than_the_mean_and_reloads(
     tiny_model_dir,
     tmp_path,
 ):
+    pytest.importorskip("tensorboard")
     _, problems, runs = prm_world
     config = PRMStageConfig(
         model=tiny_model_dir,
@@ -107,6 +109,7 @@ def test_the_head_learns_more_than_the_mean_and_reloads(
         eval_fraction=0.3,
         epochs=200,
         progress=False,
+        report_to="tensorboard",
     )
     result = run_prm(config)
     details = result.details
@@ -115,6 +118,9 @@ def test_the_head_learns_more_than_the_mean_and_reloads(
     lines = [orjson.loads(line) for line in result.metrics.read_bytes().splitlines()]
     assert lines[-1]["loss"] < lines[0]["loss"]
     assert "eval MAE" in result.report.read_text()
+    # --report-to: the head's own loop writes the metrics.jsonl lines as TensorBoard scalars
+    logged = scalars(tmp_path / "prm" / "tensorboard")
+    assert [v for _, v in logged["train/loss"]] == pytest.approx([line["loss"] for line in lines])
 
     loaded = ProcessRewardModel(result.checkpoint)
     record = records_of(runs[0])[0]

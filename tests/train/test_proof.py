@@ -4,15 +4,26 @@ model from scratch, full fine-tuning, held-out `hf:` evaluation, proof.json), an
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("transformers")
 
 from typer.testing import CliRunner
 
 from shoparena.cli import app
+from shoparena.train.model_card import LINEAGE_FILE, Lineage, StageEntry, read_lineage, write_card
 from shoparena.train.proof import leak_guard, wilson
+from shoparena.train.proof_card import write_cards
+
+
+def card(directory: Path) -> tuple[dict, str, str]:
+    """A checkpoint's model card: its YAML header, its stages table and its held-out section."""
+    _, header, body = (directory / "README.md").read_text(encoding="utf-8").split("---\n", 2)
+    stages, heldout = body.split("## Stages")[1].split("## Held-out")
+    return yaml.safe_load(header), stages, heldout
 
 
 def test_wilson_interval_is_above_zero_only_with_successes():
@@ -87,5 +98,52 @@ def test_train_proof_tiny_preset_writes_proof_and_checkpoint(tmp_path):
     assert proof["teacher"]["rows"] >= 1 and proof["model"]["parameters"] > 0
     assert proof["loss_curve"] and proof["training"]["tokens_per_s"] > 0
     assert (out / "checkpoint" / "config.json").is_file()
+    # the checkpoint is a Hub-shaped model: its card has the stage, its data and its held-out rows
+    header, stages, heldout = card(out / "checkpoint")
+    assert header["library_name"] == "transformers" and header["base_model"] == str(out / "base")
+    assert f"| 1 | sft | `{out / 'base'}` |" in stages and "train.jsonl" in stages
+    assert f"| {proof['training']['steps']} |" in stages
+    sft, base = proof["heldout"]["sft"]["product"], proof["heldout"]["base"]["product"]
+    assert f"| base | {base['success']}/{base['n']} " in heldout
+    assert f"| sft | {sft['success']}/{sft['n']} " in heldout
+    assert read_lineage(out / "checkpoint").heldout is not None
     again = CliRunner().invoke(app, ["train", "proof", "--out", str(out), "--preset", "tiny"])
     assert again.exit_code != 0 and "not empty" in again.output
+
+
+def _bucket(success: int, n: int) -> dict:
+    return {"success": success, "n": n, "rate": round(success / n, 4), "ci95": list(wilson(success, n))}
+
+
+def test_rs_and_grpo_checkpoints_on_top_carry_the_whole_history(tmp_path):
+    """`--on-top`: RS's card lists SFT then RS; GRPO's (first written by `train grpo`, which chained the
+    RS card it found) gets its Table 1 row; each card's row is its own checkpoint's beside the base's."""
+    out = tmp_path / "proof"
+    for directory in ("checkpoint", "rs/checkpoint", "grpo/merged"):
+        (out / directory).mkdir(parents=True)
+        (out / directory / "config.json").write_text("{}")
+    proof = {
+        "settings": {"learning_rate": 0.002},
+        "teacher": {"rows": 7},
+        "training": {"steps": 5, "final_loss": 0.5, "eval_loss": None, "tokens": 100, "epochs": 2.0},
+        "heldout": {"base": {"product": _bucket(0, 2)}, "sft": {"product": _bucket(1, 4)},
+                    "rs": {"product": _bucket(2, 4), "shop": _bucket(0, 1)}},
+        "on_top": {"rs": {"kept": 3, "rows": 6, "steps": 4, "final_loss": 0.25}},
+    }  # fmt: skip
+    write_cards(out, proof)
+    rs = read_lineage(out / "rs" / "checkpoint")
+    assert [s.stage for s in rs.stages] == ["sft", "rs"] and rs.stages[1].model == str(out / "checkpoint")
+    assert rs.stages[1].steps == 4 and rs.stages[1].train_loss == 0.25
+    _, _, heldout = card(out / "rs" / "checkpoint")
+    assert "| rs | 2/4 " in heldout and "| base | 0/2 " in heldout and "| sft |" not in heldout
+
+    # `train grpo` wrote its own card from the RS card, then the proof evaluates it
+    grpo = StageEntry(stage="grpo", model=str(out / "rs" / "checkpoint"), out=str(out / "grpo"), steps=2)
+    write_card(Lineage(base_model=rs.base_model, stages=[*rs.stages, grpo]), out / "grpo" / "merged")
+    proof["heldout"]["grpo"] = {"product": _bucket(3, 4)}
+    proof["on_top"]["grpo"] = {"steps": 2, "reward_per_step": [0.1, 0.2]}
+    write_cards(out, proof)
+    lineage = json.loads((out / "grpo" / "merged" / LINEAGE_FILE).read_text())
+    assert [s["stage"] for s in lineage["stages"]] == ["sft", "rs", "grpo"]
+    _, stages, heldout = card(out / "grpo" / "merged")
+    assert "| 3 | grpo |" in stages and "| grpo | 3/4 " in heldout

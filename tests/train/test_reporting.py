@@ -12,26 +12,12 @@ from typer.testing import CliRunner
 
 from shoparena.cli import app
 from shoparena.train.pipeline import PipelineConfig, PipelineStage, _fingerprint, stage_config
+from tests.train.events import scalars
 
 pytest.importorskip("trl")
 pytest.importorskip("tensorboard")
 
 TINY_SFT = Path(__file__).resolve().parents[2] / "configs" / "tiny" / "sft.yaml"
-
-
-def scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
-    """Every scalar in the TensorBoard event files under `directory`, read back by TensorBoard itself."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    found: dict[str, list[tuple[int, float]]] = {}
-    runs = {path.parent for path in directory.rglob("events.out.tfevents.*")}
-    assert runs, f"no event file under {directory}"
-    for run in runs:
-        accumulator = EventAccumulator(str(run))
-        accumulator.Reload()
-        for tag in accumulator.Tags()["scalars"]:
-            found[tag] = [(e.step, e.value) for e in accumulator.Scalars(tag)]
-    return found
 
 
 def metrics(out: Path) -> list[dict]:
