@@ -227,7 +227,8 @@ def _file_name(spec: str) -> str | None:
 
 def constraint_verdicts(score: ScoreSummary, error: str | None) -> list[ConstraintVerdict]:
     """The rule scorer's verdict per constraint, in the order they are checked: how the episode ended,
-    then each axis the problem asks for (hits/checks), then the shop and the voucher budget."""
+    then each axis the problem asks for (hits/checks), then one shop (a shop problem) or the budget (a
+    voucher problem, whose success never asks for one shop)."""
     if error:  # nothing it recommended counts, so no constraint was checked
         return [
             ConstraintVerdict(
@@ -252,10 +253,12 @@ def constraint_verdicts(score: ScoreSummary, error: str | None) -> list[Constrai
         if checks:
             hits = getattr(score, f"{axis}_hits") or 0
             verdicts.append(ConstraintVerdict(name=axis, ok=hits >= checks, detail=f"{hits}/{checks}"))
-    for name in ("shop", "budget"):
-        value = getattr(score, name)
-        if value is not None:
-            verdicts.append(ConstraintVerdict(name=name, ok=value))
+    if score.budget is not None:
+        # a voucher problem: one shop is no constraint of its own, only what a shop voucher needs to apply
+        shops = {None: "", True: "items from one shop", False: "items from several shops"}[score.shop]
+        verdicts.append(ConstraintVerdict(name="budget", ok=score.budget, detail=shops))
+    elif score.shop is not None:
+        verdicts.append(ConstraintVerdict(name="shop", ok=score.shop))
     return verdicts
 
 

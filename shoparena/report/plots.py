@@ -69,6 +69,7 @@ def pyplot():
 def svg(figure) -> str:
     """The figure as inline SVG text (closed afterwards), without the RDF metadata block: no URL but the
     SVG namespaces."""
+    _unclip_inner_lines(figure)
     buffer = io.StringIO()
     figure.savefig(
         buffer,
@@ -79,6 +80,22 @@ def svg(figure) -> str:
     pyplot().close(figure)
     text = buffer.getvalue()
     return text[text.index("<svg") :]  # drop the XML prolog and doctype: the SVG goes inline
+
+
+def _unclip_inner_lines(figure) -> None:
+    """Lines whose every point is inside the axes' limits are drawn unclipped and above the spines: a
+    point on an edge (a score of 0 or 1) is otherwise half a marker under the axis line."""
+    for ax in figure.axes:
+        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        for line in ax.get_lines():
+            xs, ys = line.get_xdata(), line.get_ydata()
+            try:
+                inside = all(x0 <= float(x) <= x1 for x in xs) and all(y0 <= float(y) <= y1 for y in ys)
+            except (TypeError, ValueError):  # categorical data: leave it as matplotlib drew it
+                continue
+            if inside:
+                line.set_clip_on(False)
+                line.set_zorder(max(line.get_zorder(), 3))
 
 
 def _errors(values: Sequence[Interval]) -> tuple[list[float], list[list[float]]]:

@@ -115,11 +115,12 @@ def pass_at_k_rows(run: RunView) -> Rows | None:
 def config_rows(run: RunView) -> Rows:
     config = run.run or run.metrics.get("config", {})
     agent = run.metrics.get("agent") or {}
+    ran = f"{config.get('agent_spec', '')} ({agent.get('agent_id', '?')} v{agent.get('version', '?')})"
+    if config.get("agent_file"):  # a miner file run from a copy (`miner try`): the author's name first
+        ran = f"{config['agent_file']} (run as {ran})"
+    timeout = config.get("episode_timeout_s")
     items = [
-        (
-            "agent",
-            f"{config.get('agent_spec', '')} ({agent.get('agent_id', '?')} v{agent.get('version', '?')})",
-        ),
+        ("agent", ran),
         ("run id", str(run.metrics.get("run_id", ""))),
         ("problems", f"{config.get('problems_source', '')} (limit {config.get('limit') or 'none'})"),
         ("catalogue", str(config.get("catalog", ""))),
@@ -131,7 +132,8 @@ def config_rows(run: RunView) -> Rows:
         ("scoring", f"{run.setting()}, pipeline {run.metrics.get('pipeline_version')}"),
         (
             "executor",
-            f"{config.get('executor')} × {config.get('workers')}, timeout {config.get('episode_timeout_s') or 'none'} s",
+            f"{config.get('executor')} × {config.get('workers')}, "
+            + (f"timeout {timeout:g} s" if timeout else "no timeout"),
         ),
     ]
     timing = run.metrics.get("timing") or {}

@@ -85,6 +85,8 @@ def test_the_firehose_page_shows_records_with_the_jsonl_beside(
     rows = re.search(r"<tbody>(.*?)</tbody>", text).group(1)
     assert rows.count("<tr") == len(raw_records)
     assert f'href="/agents/{submission_id}"' in rows and raw_records[1].problem.problem_id[:20] in rows
+    name = server.http.get(f"/v1/agents/{submission_id}").json()["name"]
+    assert rows.count(f'href="/agents/{submission_id}">{name}</a>') == len(raw_records)  # by name, not id
     assert "<script>alert" not in text and "&lt;script&gt;alert" in text
     jsonl = re.search(r'id="jsonl" href="([^"]+)"', text).group(1).replace("&amp;", "&")
     page = server.http.get(jsonl)

@@ -68,6 +68,9 @@ def test_scored_submissions_are_ranked_provisionally_without_weight_or_crown(
     assert "No agent holds the crown yet" in section(page, "incumbent")
     agent = server.http.get(f"/agents/{strong}").text
     assert "Bank score" in agent and f"{expected:.3f}" in agent and "provisional" in agent
+    qualified = re.search(r'<dd id="qualified">(.*?)</dd>', agent, re.S).group(1)
+    assert "not yet scored" not in qualified  # it is scored: on the bank, as the page says beside it
+    assert "no race bank" in qualified
 
     add_to_bank(job_arena.dir, 6, 1)  # the competition starts: bank scores are not qualifying scores
     assert board(server) == [] and RaceEngine(job_arena).qualifiers() == []

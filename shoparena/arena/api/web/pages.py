@@ -258,12 +258,20 @@ def firehose_page(
             page = read_page(services.arena.store, since, FIREHOSE_PAGE, RecordFilter(**filters))
         except (BadCursor, ValidationError) as exc:
             return render(services, "error.html", 400, heading="Not a firehose page", detail=str(exc))
+        rows = [firehose_row(line) for line in page.body.splitlines() if line]
+        ledger = services.arena.ledger
+        names = {}  # each agent by the name its miner gave it, as every other page shows it
+        for sid in {row["submission_id"] for row in rows if row["submission_id"]}:
+            if (view := ledger.get(sid)) is not None:
+                names[sid] = view.name
+        for row in rows:
+            row["name"] = names.get(row["submission_id"])
         here = {**({"since": since} if since else {}), **filters, "limit": FIREHOSE_PAGE}
         following = urlencode({"since": page.next_cursor, **filters})
         return render(
             services,
             "firehose.html",
-            rows=[firehose_row(line) for line in page.body.splitlines() if line],
+            rows=rows,
             filters=filters,
             more=page.more,
             jsonl=f"/v1/trajectories?{urlencode(here)}",
