@@ -142,6 +142,7 @@ def train_by_proof(config: LoopConfig, layout: LoopLayout, say) -> dict[str, Any
         "machine": machine(),
     }  # fmt: skip
     (out / LEARN_FILE).write_text(json.dumps(learn, indent=2))
+    write_learn_card(learn, base, checkpoint, work)
     product = trained.get("product", {})
     say(
         f"    held-out product success {product.get('success', 0)}/{product.get('n', 0)} "
@@ -149,3 +150,41 @@ def train_by_proof(config: LoopConfig, layout: LoopLayout, say) -> dict[str, Any
         f"{base_results.get('product', {}).get('n', 0)})"
     )
     return {"base": str(base), "stages": [STAGE_NAME], "checkpoint": str(checkpoint), "heldout": trained}
+
+
+HELDOUT_SOURCE = (
+    "held-out problems generated on the season's catalogue (`04-train/work/heldout.jsonl`: no gold product, "
+    "leak cluster or query shared with a training problem or the season's; greedy, the arena's tool "
+    "profile), product problems the headline"
+)
+
+
+def write_learn_card(learn: dict[str, Any], base: Path, checkpoint: Path, work: Path) -> Path:
+    """The distilled checkpoint's model card, as `train proof` writes its own: a loop's checkpoint is what
+    a researcher would publish, so it says where it came from and what it solves held-out."""
+    from shoparena.train.model_card import Lineage, StageEntry, write_card
+    from shoparena.train.proof_card import heldout_table
+
+    training, teacher = learn["training"], learn["teacher"]
+    sft = StageEntry(
+        stage="sft",
+        model=str(base),
+        out=str(checkpoint.parent),
+        data={
+            "corpus": str(work / "corpus" / "train.jsonl"),
+            "rows": f"{teacher['rows']}, the concise teacher's strictly successful episodes",
+            "problems": str(work / "train.jsonl"),
+        },
+        steps=int(training.get("steps", 0)),
+        train_loss=training.get("final_loss"),
+        tokens=int(training.get("tokens", 0)),
+        settings={"mode": "full", "learning_rate": learn["settings"].get("learning_rate"),
+                  "epochs": training.get("epochs"), "profile": learn["profile"]},
+    )  # fmt: skip
+    lineage = Lineage(
+        base_model=str(base),
+        stages=[sft],
+        heldout=heldout_table(learn["heldout"], STAGE_NAME),
+        heldout_source=HELDOUT_SOURCE,
+    )
+    return write_card(lineage, checkpoint)

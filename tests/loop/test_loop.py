@@ -324,6 +324,8 @@ def test_the_learn_recipe_trains_a_scratch_model_on_teacher_rows_and_races_it_on
     assert training.learn["teacher"]["rows"] == len(rows) and training.learn["profile"] == "oro7"
     assert training.learn["training"]["steps"] >= 1
     assert {"base", "full-sft"} <= {p.name for p in (learn.train_dir / "eval").iterdir()}
+    card = (checkpoint / "README.md").read_text()  # a model card: its stage, data and held-out row
+    assert "| full-sft |" in card and "| base |" in card and str(rows_file) in card, card
 
     # the final race: each prompt is the training rendering of the episode so far
     assert seen, "the distilled model was never asked"
