@@ -68,7 +68,7 @@ class EvalConfig(BaseModel):
     entrant of a race, say)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    cli_exclude: ClassVar[frozenset[str]] = frozenset({"agent_file"})
+    cli_exclude: ClassVar[frozenset[str]] = frozenset({"agent_file", "problems_source"})
 
     catalog: Path = Field(description="Catalogue directory the harness searches.")
     problems: Annotated[Path | list[Problem], CliFlag(type=Path)] = Field(
@@ -133,6 +133,10 @@ class EvalConfig(BaseModel):
     agent_file: str | None = None
     """The miner file as its author names it, where the spec's `file:PATH` is a copy (`miner try` runs
     `agent.py`): recorded in run.json so a viewer shows the miner's frames under the author's name."""
+    problems_source: str | None = None
+    """Where a list of `problems` came from (`miner try`: its problems file and the cut it made), for
+    run.json and the report; a file's source is its own path, and without it a list reads
+    `<in-memory>`."""
 
     @field_validator("catalog")
     @classmethod

@@ -113,8 +113,9 @@ class LoadedProblems:
     sha256: str
 
 
-def load_suite(problems: Path | Sequence[Problem]) -> LoadedProblems:
-    """A run's problems with where they came from and their content hash (what a resume must match)."""
+def load_suite(problems: Path | Sequence[Problem], source: str | None = None) -> LoadedProblems:
+    """A run's problems with where they came from and their content hash (what a resume must match);
+    `source` names a list's origin (a file names itself)."""
     if isinstance(problems, Path):
         loaded = load_problem_file(problems)
         return LoadedProblems(
@@ -122,7 +123,7 @@ def load_suite(problems: Path | Sequence[Problem]) -> LoadedProblems:
         )
     loaded = list(problems)
     return LoadedProblems(
-        loaded, "<in-memory>", hashlib.sha256(dumps_problems(loaded, metadata=True)).hexdigest()
+        loaded, source or "<in-memory>", hashlib.sha256(dumps_problems(loaded, metadata=True)).hexdigest()
     )
 
 
@@ -249,7 +250,7 @@ def _open_locked(
 ) -> OpenRun:
     from shoparena.index.catalog_dir import open_catalog
 
-    suite = load_suite(config.problems)
+    suite = load_suite(config.problems, config.problems_source)
     selected = suite.problems[: config.limit] if config.limit else suite.problems
     if not selected:
         raise RunnerError(f"no problems to run in {suite.source}")

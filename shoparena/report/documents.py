@@ -100,13 +100,27 @@ def html_table(rows: Rows) -> str:
 
 def _figures(runs: Sequence[RunView]) -> str:
     colours = plots.run_colours(runs)  # once: a run has one colour in every figure
-    figures = [
-        ("Per-bucket success", plots.bucket_bars(runs, colours)),
-        ("Per-axis breakdown", plots.axis_breakdown(runs, colours)),
+    figures = [  # each caption says how to read its plot: the title inside the SVG already names it
+        (
+            "Read each bucket's bars against each other: where two runs' whiskers overlap, the gap "
+            "between them may be sampling noise rather than a better agent.",
+            plots.bucket_bars(runs, colours),
+        ),
+        (
+            "The shortest bar is the constraint the agent misses most, the one to work on; each bar "
+            "averages only the episodes whose problem checked that constraint.",
+            plots.axis_breakdown(runs, colours),
+        ),
     ]
     curve = plots.pass_at_k_curve(runs, colours)
     if curve is not None:
-        figures.append(("pass@k", curve))
+        figures.append(
+            (
+                "How much resampling buys: a curve that climbs steeply after k = 1 means the agent "
+                "can solve problems it does not solve reliably on its first try.",
+                curve,
+            )
+        )
     inner = "".join(
         f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>" for caption, svg in figures
     )

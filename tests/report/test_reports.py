@@ -88,9 +88,22 @@ def test_run_report_holds_the_tables_and_the_plots(two_runs):
     page = (agentic / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 3  # bars, axes, pass@k curve
     assert not re.search(r"""(src|href)=["']?https?:|<link|<script""", page)  # self-contained
-    assert "<table>" in page and "Per-bucket success" in page
+    assert "<table>" in page and "Success per bucket" in page
     single = (pipeline / "report.html").read_text()
     assert single.count("<svg") == 2  # one sample: no pass@k curve
+
+
+def test_each_figure_caption_says_what_its_title_does_not(two_runs):
+    """A caption that repeats its plot's title tells the reader nothing: each says what to read off."""
+    _, agentic, _, _ = two_runs
+    page = (agentic / "report.html").read_text()
+    figures = re.findall(r"<figure>(.*?)<figcaption>(.*?)</figcaption></figure>", page, re.S)
+    assert len(figures) == 3
+    for svg, caption in figures:
+        texts = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg)).lower()  # the title, the axes
+        words = set(re.findall(r"[a-z0-9@]+", caption.lower()))
+        assert not words <= set(re.findall(r"[a-z0-9@]+", texts)), caption  # not the title again
+        assert len(words) >= 8, caption  # a sentence on how to read the plot, not a label
 
 
 def test_report_command_compares_runs_side_by_side(two_runs, tmp_path):

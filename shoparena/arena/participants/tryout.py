@@ -177,6 +177,15 @@ def problem_source(settings: TryoutSettings) -> tuple[Path, Path]:
     return world.catalog, world.problems
 
 
+def source_label(settings: TryoutSettings, problems_file: Path, n: int, total: int) -> str:
+    """Where the tryout's problems came from, for run.json and its report: the run gets them as a list
+    (reordered, cut to --limit), which would otherwise read as `<in-memory>`."""
+    where = str(problems_file.resolve())
+    if settings.problems is None:
+        return f"the practice set: {n} of its {total} generated problems, a bucket at a time ({where})"
+    return where if n == total else f"{where} (the first {n})"
+
+
 def run_key(settings: TryoutSettings, problems: list) -> str:
     """What a run's results depend on besides the code: a different key is a different run (the eval
     runner refuses to resume a run under another configuration)."""
@@ -242,6 +251,7 @@ def evaluate(report: TryoutReport, settings: TryoutSettings, progress=None) -> T
         problems = read_problems(problems_file, strict=True).problems
     except (ProblemFileError, ProblemRecordError) as exc:
         raise TryoutError(f"{problems_file}: {exc}") from None
+    total = len(problems)
     if settings.problems is None:
         problems = by_bucket_in_turn(problems)
     if settings.limit is not None:
@@ -267,6 +277,7 @@ def evaluate(report: TryoutReport, settings: TryoutSettings, progress=None) -> T
         inference_models=settings.inference_models,
         name=f"miner try {sha256[:12]}",
         agent_file=str(report.agent),
+        problems_source=source_label(settings, problems_file, len(problems), total),
     )
     try:
         judge = make_judge(settings.judge)

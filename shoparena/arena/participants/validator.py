@@ -78,6 +78,7 @@ def evaluation_config(
     inference_models: dict[str, str] | None = None,
     name: str,
     agent_file: str | None = None,
+    problems_source: str | None = None,
 ) -> EvalConfig:
     """The eval run of a miner file as the arena runs it: its evaluation settings (production-strict),
     the file agent in the sandbox, the inference proxy's allowlist (None: the offline reference models).
@@ -100,6 +101,7 @@ def evaluation_config(
         bootstrap=0,
         name=name,
         agent_file=agent_file,
+        problems_source=problems_source,
         sandbox=sandbox,
         options={"inference_models": dict(inference_models)} if inference_models else {},
     )

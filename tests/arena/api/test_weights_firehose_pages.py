@@ -101,3 +101,40 @@ def test_the_firehose_page_shows_records_with_the_jsonl_beside(
     assert "not a firehose cursor" in html(server, "/firehose?since=nonsense", 400)
     agent = server.http.get(f"/agents/{submission_id}").text
     assert f'href="/firehose?agent=arena:{submission_id}"' in agent
+
+
+def test_the_firehose_end_column_shows_the_scored_outcome_not_the_agents_word(
+    job_arena, server_factory, miner, validator, raw_records
+):
+    """An agent that terminates "with status success" on a problem it failed: the End column says it
+    failed (the arena's score), and the agent's own words appear only labelled as the agent's."""
+    server = server_factory(job_arena)
+    first = raw_records[0]
+    boast = first.model_copy(
+        update={
+            "outcome": first.outcome.model_copy(
+                update={
+                    "terminated": "success",
+                    "end_reason": "terminated with status success",
+                    "error": None,
+                }
+            ),
+            "score": first.score.model_copy(update={"success": False}),
+        }
+    )
+    scored(server, miner, validator, [boast, *raw_records[1:]])
+    text = html(server, "/firehose")
+    rows = re.findall(r"<tr>(.*?)</tr>", re.search(r"<tbody>(.*?)</tbody>", text).group(1))
+    cells = re.findall(
+        r"<td[^>]*>(.*?)</td>", next(row for row in rows if first.problem.problem_id[:20] in row)
+    )
+    end = cells[7]
+    assert re.sub(r"<[^>]+>", "", end).strip().startswith("failed"), end
+    assert "agent said: terminated with status success" in end
+    assert not re.sub(r"<[^>]+>", "", end).strip().startswith("terminated")
+    record = next(
+        line
+        for line in server.http.get("/v1/trajectories").text.splitlines()
+        if first.problem.problem_id in line
+    )
+    assert '"end_reason":"terminated with status success"' in record  # the JSONL record is as posted

@@ -60,6 +60,19 @@ def test_an_admitted_file_is_evaluated_scored_and_judged_as_the_arena_would(tmp_
     assert (run["mode"], run["agent_options"]["sandbox"]) == ("strict", "bwrap")
 
 
+def test_the_run_and_its_report_say_where_the_problems_came_from(tmp_path, settings, problems_file):
+    """The tryout runs a list (reordered, cut to --limit), yet its run.json and report.html name the
+    problems file and the cut, not a placeholder."""
+    from shoparena.report import write_run_reports
+
+    report = try_agent(season_miner("keyword_verify", tmp_path), settings)
+    source = orjson.loads((report.run_dir / "run.json").read_bytes())["problems_source"]
+    assert source == f"{problems_file.resolve()} (the first 3)"
+    _, html_path = write_run_reports(report.run_dir)
+    page = html_path.read_text()
+    assert str(problems_file.resolve()) in page and "in-memory" not in page
+
+
 def test_the_same_bytes_resume_and_changed_bytes_make_a_new_run(tmp_path, settings):
     agent = season_miner("keyword_verify", tmp_path)
     first = try_agent(agent, settings)

@@ -240,9 +240,23 @@ def firehose_row(line: bytes) -> dict:
         "rule": score.get("rule"),
         "quality": judge.get("quality"),
         "steps": outcome.get("steps_used"),
-        "end": outcome.get("error") or outcome.get("end_reason") or "",
+        **firehose_end(score.get("success"), outcome),
         "validator": record.get("validator_hotkey") or "",
     }
+
+
+def firehose_end(success: bool | None, outcome: dict) -> dict:
+    """The End cell: the outcome the validator's harness scored first (`end`), then how the episode
+    ended as secondary text (`end_note`). An agent's `terminate` status is its own word (a miner can
+    make it say "success" on a failure), so it is labelled as the agent's and never reads as the
+    outcome; an error or a harness stop (step cap, time-out) is the harness's and shows as such."""
+    verdict = "–" if success is None else ("succeeded" if success else "failed")
+    if error := outcome.get("error"):
+        return {"end": f"{verdict}: {error}", "end_note": ""}
+    reason = outcome.get("end_reason") or ""
+    if reason and outcome.get("terminated") is not None:
+        reason = f"agent said: {reason}"
+    return {"end": verdict, "end_note": reason}
 
 
 @web_router.get("/firehose", response_class=HTMLResponse)
