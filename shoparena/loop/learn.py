@@ -142,7 +142,7 @@ def train_by_proof(config: LoopConfig, layout: LoopLayout, say) -> dict[str, Any
         "machine": machine(),
     }  # fmt: skip
     (out / LEARN_FILE).write_text(json.dumps(learn, indent=2))
-    write_learn_card(learn, base, checkpoint, work)
+    write_learn_card(learn, out, checkpoint, layout.catalog)
     product = trained.get("product", {})
     say(
         f"    held-out product success {product.get('success', 0)}/{product.get('n', 0)} "
@@ -159,31 +159,17 @@ HELDOUT_SOURCE = (
 )
 
 
-def write_learn_card(learn: dict[str, Any], base: Path, checkpoint: Path, work: Path) -> Path:
+def write_learn_card(learn: dict[str, Any], out: Path, checkpoint: Path, catalog: Path) -> Path:
     """The distilled checkpoint's model card, as `train proof` writes its own: a loop's checkpoint is what
     a researcher would publish, so it says where it came from and what it solves held-out."""
-    from shoparena.train.model_card import Lineage, StageEntry, write_card
-    from shoparena.train.proof_card import heldout_table
+    from shoparena.train.model_card import Lineage, write_card
+    from shoparena.train.pipeline import BASE_DIR
+    from shoparena.train.proof_card import heldout_table, sft_entry
 
-    training, teacher = learn["training"], learn["teacher"]
-    sft = StageEntry(
-        stage="sft",
-        model=str(base),
-        out=str(checkpoint.parent),
-        data={
-            "corpus": str(work / "corpus" / "train.jsonl"),
-            "rows": f"{teacher['rows']}, the concise teacher's strictly successful episodes",
-            "problems": str(work / "train.jsonl"),
-        },
-        steps=int(training.get("steps", 0)),
-        train_loss=training.get("final_loss"),
-        tokens=int(training.get("tokens", 0)),
-        settings={"mode": "full", "learning_rate": learn["settings"].get("learning_rate"),
-                  "epochs": training.get("epochs"), "profile": learn["profile"]},
-    )  # fmt: skip
+    base = out / BASE_DIR
     lineage = Lineage(
         base_model=str(base),
-        stages=[sft],
+        stages=[sft_entry(out, learn, base, catalog)],
         heldout=heldout_table(learn["heldout"], STAGE_NAME),
         heldout_source=HELDOUT_SOURCE,
     )

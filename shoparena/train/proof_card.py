@@ -42,32 +42,39 @@ def heldout_table(heldout: dict[str, dict], name: str) -> str:
     return "\n".join(lines)
 
 
+def sft_entry(out: Path, proof: dict[str, Any], model: Path, catalog: Path) -> StageEntry:
+    """The from-scratch SFT stage, from proof.json (or the learn loop's learn.json, the same facts):
+    the concise teacher's rows under `out/work`, trained from `model`."""
+    work = out / "work"
+    training = proof.get("training", {})
+    rows = proof.get("teacher", {}).get("rows")
+    return StageEntry(
+        stage="sft",
+        model=str(model),
+        out=str(out),
+        data={
+            "corpus": str(work / "corpus" / "train.jsonl"),
+            "rows": f"{rows}, the concise teacher's strictly successful episodes",
+            "problems": str(work / "train.jsonl"),
+            "catalog": str(catalog),
+        },
+        steps=int(training.get("steps", 0)),
+        train_loss=training.get("final_loss"),
+        eval_loss=training.get("eval_loss"),
+        tokens=int(training.get("tokens", 0)),
+        settings={
+            "mode": "full",
+            "learning_rate": proof.get("settings", {}).get("learning_rate"),
+            "epochs": training.get("epochs"),
+        },
+    )
+
+
 def _entry(name: str, out: Path, proof: dict[str, Any], model: Path) -> StageEntry:
     """The stage that made `name`'s checkpoint, from proof.json."""
     work = out / "work"
     if name == "sft":
-        training = proof.get("training", {})
-        rows = proof.get("teacher", {}).get("rows")
-        return StageEntry(
-            stage="sft",
-            model=str(model),
-            out=str(out),
-            data={
-                "corpus": str(work / "corpus" / "train.jsonl"),
-                "rows": f"{rows}, the concise teacher's strictly successful episodes",
-                "problems": str(work / "train.jsonl"),
-                "catalog": str(work / "catalog"),
-            },
-            steps=int(training.get("steps", 0)),
-            train_loss=training.get("final_loss"),
-            eval_loss=training.get("eval_loss"),
-            tokens=int(training.get("tokens", 0)),
-            settings={
-                "mode": "full",
-                "learning_rate": proof.get("settings", {}).get("learning_rate"),
-                "epochs": training.get("epochs"),
-            },
-        )
+        return sft_entry(out, proof, model, work / "catalog")
     facts = proof.get("on_top", {}).get(name, {})
     if name == "rs":
         data = {
